@@ -1,0 +1,278 @@
+"""Notebooks build the package: an nbdev-style exporter that keeps nbgrader's metadata intact.
+
+Directives are comment lines at the top of a code cell:
+
+    #| default_exp tokenization   this notebook's default module: src/minibert/tokenization.py
+    #| export                     append this cell to the default module
+    #| export corpus              append this cell to src/minibert/corpus.py
+    #| export __init__            append this cell to the package's __init__.py (assembled from all notebooks)
+
+nbgrader's solution markers (`### BEGIN SOLUTION` / `### END SOLUTION`) are dropped from the export, so the
+reference package is exactly the code of `solutions/`. The student-side route (`export_notebook`, called
+from a notebook's last cell) refuses a notebook file that is older than what the kernel ran: JupyterLab
+saves on its own schedule, and exporting a stale file would silently lose the student's latest code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+PACKAGE = "minibert"
+INIT = "__init__"
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+KIT_MARKER = ".minibert-kit"  # present at the root of a student kit: exports go into its own package
+_DIRECTIVE = re.compile(r"^\s*#\|\s*([\w-]+)\s*(.*?)\s*$")
+
+
+class ExportError(RuntimeError):
+    """An export that would write the wrong code; the message says what to do instead."""
+
+
+@dataclass
+class ExportCell:
+    index: int  # position among the notebook's cells, 0-based
+    cell_id: str | None
+    module: str  # "tokenization", "corpus", "__init__", ...
+    source: str  # the cell as saved, directives included
+    body: str  # the code that goes into the module
+
+
+def parse_directives(source: str) -> tuple[dict[str, str], str]:
+    """Split a cell into its leading `#| name value` directives and the remaining code."""
+    lines = source.split("\n")
+    directives: dict[str, str] = {}
+    n = 0
+    for line in lines:
+        match = _DIRECTIVE.match(line)
+        if not match:
+            break
+        directives[match.group(1)] = match.group(2)
+        n += 1
+    return directives, "\n".join(lines[n:]).strip("\n")
+
+
+def export_cells(nb: nbformat.NotebookNode) -> list[ExportCell]:
+    """The cells a notebook exports, in notebook order, each with its target module."""
+    default: str | None = None
+    cells: list[ExportCell] = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        directives, body = parse_directives(cell.source)
+        if "default_exp" in directives:
+            default = directives["default_exp"]
+        if "export" not in directives:
+            continue
+        module = directives["export"] or default
+        if not module:
+            raise ExportError(
+                f"cell {index} says '#| export' but the notebook has no '#| default_exp MODULE' above it: "
+                "add one, or name the module ('#| export MODULE')."
+            )
+        if not module.isidentifier() and module != INIT:
+            raise ExportError(f"cell {index}: '{module}' is not a module name.")
+        cells.append(ExportCell(index, cell.get("id"), module, cell.source, body))
+    return cells
+
+
+def default_module(nb: nbformat.NotebookNode) -> str | None:
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            directives, _ = parse_directives(cell.source)
+            if "default_exp" in directives:
+                return directives["default_exp"]
+    return None
+
+
+def strip_solution_markers(code: str) -> str:
+    """Drop nbgrader's solution marker lines, keeping the solution between them."""
+    return "\n".join(
+        line for line in code.split("\n") if BEGIN_SOLUTION not in line and END_SOLUTION not in line
+    )
+
+
+def header(notebook_name: str) -> str:
+    return f"# Generated from notebook {notebook_name} by minibert_course.export: edit the notebook, not this file.\n"
+
+
+def render_modules(nb: nbformat.NotebookNode, notebook_name: str) -> dict[str, list[str]]:
+    """Module name -> the code chunks this notebook contributes to it (markers stripped)."""
+    modules: dict[str, list[str]] = {}
+    for cell in export_cells(nb):
+        modules.setdefault(cell.module, []).append(strip_solution_markers(cell.body))
+    return modules
+
+
+def module_text(chunks: list[str], notebook_names: list[str]) -> str:
+    head = "".join(header(name) for name in notebook_names)
+    return head + "\n\n\n".join(chunk.strip("\n") for chunk in chunks) + "\n"
+
+
+def build_package(notebooks: list[Path]) -> dict[str, str]:
+    """File name -> text for every module of the package, from notebooks in chapter order.
+
+    Each module belongs to one notebook, except `__init__.py`, which every notebook may add imports to.
+    """
+    owners: dict[str, str] = {}
+    chunks: dict[str, list[str]] = {}
+    init_sources: list[str] = []
+    for path in notebooks:
+        nb = read_notebook(path)
+        for module, parts in render_modules(nb, path.name).items():
+            if module == INIT:
+                init_sources.append(path.name)
+            elif module in owners and owners[module] != path.name:
+                raise ExportError(
+                    f"module '{module}' is exported by both {owners[module]} and {path.name}: "
+                    "a module belongs to one notebook."
+                )
+            owners.setdefault(module, path.name)
+            chunks.setdefault(module, []).extend(parts)
+    files = {}
+    for module, parts in chunks.items():
+        names = sorted(set(init_sources)) if module == INIT else [owners[module]]
+        files[f"{module}.py"] = module_text(parts, names)
+    return files
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """Read a notebook, turning a broken file into an error that names it."""
+    try:
+        return nbformat.read(path, as_version=4)
+    except FileNotFoundError:
+        raise
+    except (json.JSONDecodeError, nbformat.reader.NotJSONError, UnicodeDecodeError) as exc:
+        raise ExportError(
+            f"{path} is not a readable notebook ({exc.__class__.__name__}). "
+            "Restore it from JupyterLab's File > Revert or from your last checkpoint."
+        ) from exc
+
+
+# --- the student-side route: track what the kernel ran, export only a fresh file ------------------------
+
+
+@dataclass
+class CellTracker:
+    """Records the source of every cell the kernel runs, by cell id when the frontend sends one."""
+
+    by_id: dict[str, str] = field(default_factory=dict)
+    sources: set[str] = field(default_factory=set)
+
+    def pre_run_cell(self, info) -> None:  # IPython's ExecutionInfo
+        cell_id = getattr(info, "cell_id", None)
+        if cell_id:
+            self.by_id[cell_id] = info.raw_cell
+        self.sources.add(info.raw_cell)
+
+
+_tracker: CellTracker | None = None
+
+
+def track_cells(shell=None) -> CellTracker | None:
+    """Start recording the cells this kernel runs (idempotent). Outside IPython there is nothing to track."""
+    global _tracker
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return None
+        shell = get_ipython()
+    if shell is None:
+        return None
+    if _tracker is None or getattr(shell, "_minibert_tracker", None) is not _tracker:
+        _tracker = CellTracker()
+        shell.events.register("pre_run_cell", _tracker.pre_run_cell)
+        shell._minibert_tracker = _tracker
+    return _tracker
+
+
+def check_fresh(cells: list[ExportCell], tracker: CellTracker | None) -> None:
+    """Refuse to export a saved file whose export cells differ from what the kernel ran."""
+    if tracker is None:
+        raise ExportError(
+            "Nothing was exported: the notebook's first code cell (it calls track_cells()) has not run in "
+            "this kernel. Run all cells from the top (Run > Run All Cells), then this cell."
+        )
+    problems = []
+    for cell in cells:
+        first = cell.body.split("\n", 1)[0][:60]
+        ran = tracker.by_id.get(cell.cell_id) if cell.cell_id else None
+        if ran is not None and ran != cell.source:
+            problems.append(f"cell {cell.index} (`{first}`): the saved file is older than the code you ran")
+        elif ran is None and cell.source not in tracker.sources:
+            problems.append(f"cell {cell.index} (`{first}`): not run in this kernel as saved")
+    if problems:
+        raise ExportError(
+            "Nothing was exported, because the saved notebook is not the code your kernel ran:\n  - "
+            + "\n  - ".join(problems)
+            + "\nSave the notebook (File > Save, Ctrl+S), run the cells listed above, then run this cell again."
+        )
+
+
+def find_course_root(start: Path) -> Path | None:
+    for folder in [start, *start.parents]:
+        if (folder / "pyproject.toml").exists() and (folder / "src" / PACKAGE).is_dir():
+            return folder
+    return None
+
+
+def destination(notebook: Path) -> Path:
+    """Where a notebook's export goes.
+
+    - a notebook in `solutions/` of the course repository: the reference package `src/minibert`;
+    - a notebook in a student kit (a folder with `.minibert-kit`): the kit's own `src/minibert`;
+    - anywhere else in the repository (e.g. `notebooks/`): `build/my-minibert/minibert`, never the
+      reference package, which the autograder and later chapters rely on.
+    """
+    override = os.environ.get("MINIBERT_EXPORT_DIR")
+    if override:
+        return Path(override)
+    root = find_course_root(notebook.parent)
+    if root is None:
+        raise ExportError(
+            f"Cannot find the course folder above {notebook}: open the notebook from the course "
+            "(a folder with pyproject.toml and src/minibert), or pass export_notebook(..., to=FOLDER)."
+        )
+    if (root / KIT_MARKER).exists() or notebook.parent == root / "solutions":
+        return root / "src" / PACKAGE
+    return root / "build" / "my-minibert" / PACKAGE
+
+
+def export_notebook(notebook: str | os.PathLike, to: str | os.PathLike | None = None) -> list[Path]:
+    """Write this notebook's exported cells into your `minibert` package (the last cell of each chapter).
+
+    Does nothing while nbgrader validates or autogrades (NBGRADER_EXECUTION is set): a submission never
+    writes into the grader's package. `__init__.py` is left alone: it already imports every chapter.
+    """
+    if os.environ.get("NBGRADER_EXECUTION"):
+        print("Export skipped: nbgrader is grading this notebook.")
+        return []
+    path = Path(notebook).resolve()
+    if not path.exists():
+        raise ExportError(
+            f"{path} does not exist: pass the notebook's file name, e.g. export_notebook('01_wordpiece.ipynb')."
+        )
+    nb = read_notebook(path)
+    cells = export_cells(nb)
+    check_fresh(cells, _tracker)
+    target = Path(to) if to is not None else destination(path)
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for module, parts in render_modules(nb, path.name).items():
+        if module == INIT:
+            continue
+        out = target / f"{module}.py"
+        text = module_text(parts, [path.name])
+        tmp = out.with_suffix(".py.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)  # atomic: an interrupted export never leaves half a module
+        written.append(out)
+        print(f"Exported {PACKAGE}.{module} ({len(parts)} cells) -> {out}")
+    return written

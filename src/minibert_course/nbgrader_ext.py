@@ -1,0 +1,94 @@
+"""nbgrader extensions of the course, named in autograder/nbgrader_config.py.
+
+- `NamedStubs` replaces each solution region by nbgrader's stub, but the `NotImplementedError` says which
+  function is missing and where to complete it, in the notebook and in the student kit's package alike.
+- `HideTestTracebacks` keeps feedback from revealing hidden tests: a failing test cell shows only the name of
+  the error, not the traceback (whose lines quote the test code).
+"""
+
+from __future__ import annotations
+
+import re
+
+from nbconvert.preprocessors import Preprocessor
+from nbgrader import utils
+from nbgrader.preprocessors import ClearSolutions
+
+from minibert_course.export import PACKAGE, default_module, parse_directives
+
+_DEF = re.compile(r"^(\s*)(?:async\s+def|def|class)\s+(\w+)")
+
+
+def enclosing_name(lines: list[str], index: int) -> str | None:
+    """Dotted name of the def/class that encloses line `index` (by indentation), or None at top level."""
+    indent = len(lines[index]) - len(lines[index].lstrip())
+    names = []
+    for line in reversed(lines[:index]):
+        match = _DEF.match(line)
+        if match and len(match.group(1)) < indent:
+            names.append(match.group(2))
+            indent = len(match.group(1))
+    return ".".join(reversed(names)) or None
+
+
+def stub_message(chapter: str, module: str | None, name: str | None) -> str:
+    if module and name:
+        return f"{PACKAGE}.{module}.{name} -- complete chapter {chapter} and run its export cell"
+    return f"{name or 'this exercise'} -- complete it in chapter {chapter}"
+
+
+class NamedStubs(ClearSolutions):
+    """ClearSolutions whose stub names the missing function, its chapter and the export cell."""
+
+    def preprocess(self, nb, resources):
+        name = resources.get("unique_key", "")
+        self._chapter = re.match(r"\d*", name).group(0) or name
+        self._module = default_module(nb)
+        return super().preprocess(nb, resources)
+
+    def _replace_solution_region(self, cell, language):
+        lines = cell.source.split("\n")
+        directives, _ = parse_directives(cell.source)
+        exported = "export" in directives
+        module = (directives["export"] or self._module) if exported else None
+        new_lines: list[str] = []
+        in_solution = replaced = False
+        for i, line in enumerate(lines):
+            if self.begin_solution_delimeter in line:
+                if in_solution:
+                    raise RuntimeError("encountered nested begin solution statements")
+                in_solution = replaced = True
+                indent = re.match(r"\s*", line).group(0)
+                if cell.cell_type == "code":
+                    message = stub_message(self._chapter, module, enclosing_name(lines, i))
+                    stub = ["# YOUR CODE HERE", f"raise NotImplementedError({message!r})"]
+                else:
+                    stub = self.text_stub.split("\n")
+                new_lines.extend(indent + s for s in stub)
+            elif self.end_solution_delimeter in line:
+                in_solution = False
+            elif not in_solution:
+                new_lines.append(line)
+        if in_solution:
+            raise RuntimeError("no end solution statement found")
+        cell.source = "\n".join(new_lines)
+        return replaced
+
+
+class HideTestTracebacks(Preprocessor):
+    """In feedback, replace the error output of a test cell by its error name alone."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+            outputs = []
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    out = {
+                        "output_type": "stream",
+                        "name": "stderr",
+                        "text": f"{out.get('ename', 'Error')}: this test failed. Its details are not shown; "
+                        "check your answer against the visible tests and the task text.\n",
+                    }
+                outputs.append(out)
+            cell.outputs = outputs
+        return cell, resources
