@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 
-from nbconvert.preprocessors import Preprocessor
 from nbgrader import utils
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 
 from minibert_course.export import PACKAGE, default_module, parse_directives
 
@@ -75,7 +74,7 @@ class NamedStubs(ClearSolutions):
         return replaced
 
 
-class HideTestTracebacks(Preprocessor):
+class HideTestTracebacks(NbGraderPreprocessor):  # NbGraderPreprocessor: enabled by default
     """In feedback, replace the error output of a test cell by its error name alone."""
 
     def preprocess_cell(self, cell, resources, index):
@@ -92,3 +91,28 @@ class HideTestTracebacks(Preprocessor):
                 outputs.append(out)
             cell.outputs = outputs
         return cell, resources
+
+
+def secret_lines(nb, min_length: int = 12) -> set[str]:
+    """Lines that only solution regions or hidden tests of a source notebook contain.
+
+    A line also found outside those regions (a shared `return tokens`, a hint in the task) is not secret. Used to prove that
+    no solution or hidden-test text reaches notebooks/, the student kit or feedback.
+    """
+    inside: set[str] = set()
+    outside: set[str] = set()
+    markers = (("BEGIN SOLUTION", "END SOLUTION"), ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS"))
+    for cell in nb.cells:
+        region = None
+        for line in cell.source.split("\n"):
+            text = line.strip()
+            begin = next((end for start, end in markers if start in text), None)
+            if begin:
+                region = begin
+                continue
+            if region and region in text:
+                region = None
+                continue
+            (inside if region else outside).add(text)
+    shown = "\n".join(outside)  # the task text may quote a line of the solution on purpose (a hint)
+    return {line for line in inside if len(line) >= min_length and not line.startswith("#") and line not in shown}

