@@ -96,8 +96,8 @@ class HideTestTracebacks(NbGraderPreprocessor):  # NbGraderPreprocessor: enabled
 def secret_lines(nb, min_length: int = 12) -> set[str]:
     """Lines that only solution regions or hidden tests of a source notebook contain.
 
-    A line also found outside those regions (a shared `return tokens`, a hint in the task) is not secret. Used to prove that
-    no solution or hidden-test text reaches notebooks/, the student kit or feedback.
+    A line also found outside those regions (a shared `return tokens`, a hint in the task) is not secret.
+    Used to prove that no solution or hidden-test text reaches notebooks/, the student kit or feedback.
     """
     inside: set[str] = set()
     outside: set[str] = set()

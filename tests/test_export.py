@@ -1,0 +1,187 @@
+"""The exporter: directives, marker stripping, the reference package = export of solutions/, the stale-file guard,
+where exports go (never into the reference package from a student notebook), and nbgrader's named stubs."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from conftest import ROOT, SOLUTIONS
+from IPython.core.interactiveshell import InteractiveShell
+from nbformat.v4 import new_code_cell, new_notebook
+
+from minibert_course import export
+from minibert_course.export import (
+    ExportError,
+    build_package,
+    export_cells,
+    export_notebook,
+    parse_directives,
+    strip_solution_markers,
+    track_cells,
+)
+from minibert_course.nbgrader_ext import enclosing_name, secret_lines, stub_message
+
+
+def make_nb(*sources: str) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=[new_code_cell(s) for s in sources])
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i}"
+    return nb
+
+
+def test_parse_directives_reads_only_leading_lines():
+    directives, body = parse_directives("#| export corpus\n#|hide\nx = 1\n#| export\ny = 2")
+    assert directives == {"export": "corpus", "hide": ""}
+    assert body == "x = 1\n#| export\ny = 2"
+
+
+def test_export_cells_use_default_and_named_modules():
+    nb = make_nb("#| default_exp tokenization\nimport os", "#| export\na = 1", "b = 2", "#| export corpus\nc = 3")
+    cells = export_cells(nb)
+    assert [(c.index, c.module, c.body) for c in cells] == [(1, "tokenization", "a = 1"), (3, "corpus", "c = 3")]
+
+
+def test_export_without_default_module_is_an_error():
+    with pytest.raises(ExportError, match="default_exp"):
+        export_cells(make_nb("#| export\na = 1"))
+
+
+def test_solution_markers_are_dropped_but_the_solution_kept():
+    code = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"
+    assert strip_solution_markers(code) == "def f():\n    return 1"
+
+
+def test_reference_package_is_exactly_the_export_of_solutions():
+    generated = build_package(SOLUTIONS)
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "src" / "minibert").glob("*.py")}
+    assert generated == on_disk, "src/minibert drifted from solutions/: run `make release`"
+    for text in generated.values():
+        assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text and "HIDDEN TESTS" not in text
+        assert text.startswith("# Generated from notebook ")
+
+
+def test_a_module_belongs_to_one_notebook(tmp_path):
+    for name in ("01_a.ipynb", "02_b.ipynb"):
+        nbformat.write(make_nb("#| default_exp same", "#| export\nx = 1"), tmp_path / name)
+    with pytest.raises(ExportError, match="exported by both"):
+        build_package(sorted(tmp_path.glob("*.ipynb")))
+
+
+def test_malformed_notebook_gives_a_clear_error(tmp_path):
+    bad = tmp_path / "01_bad.ipynb"
+    bad.write_text('{"cells": [', encoding="utf-8")
+    with pytest.raises(ExportError, match="not a readable notebook"):
+        export.read_notebook(bad)
+
+
+@pytest.fixture
+def shell(monkeypatch):
+    """A fresh IPython shell with the tracker registered, as in a notebook's first cell."""
+    monkeypatch.setattr(export, "_tracker", None)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.delenv("MINIBERT_EXPORT_DIR", raising=False)
+    sh = InteractiveShell()
+    track_cells(sh)
+    yield sh
+    InteractiveShell.clear_instance()
+
+
+def kit(tmp_path):
+    """A minimal student kit: pyproject, src/minibert, the marker, notebooks/."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'k'\n")
+    (tmp_path / "src" / "minibert").mkdir(parents=True)
+    (tmp_path / export.KIT_MARKER).write_text("")
+    (tmp_path / "notebooks").mkdir()
+    return tmp_path
+
+
+def run_all(shell, nb):
+    for cell in nb.cells:
+        result = shell.run_cell(cell.source, cell_id=cell.id)
+        assert result.success, result.error_in_exec
+
+
+def test_export_writes_what_the_kernel_ran_into_the_kit(shell, tmp_path):
+    root = kit(tmp_path)
+    nb = make_nb("#| default_exp tiny", "#| export\ndef f():\n    return 41 + 1")
+    path = root / "notebooks" / "01_tiny.ipynb"
+    nbformat.write(nb, path)
+    run_all(shell, nb)
+    written = export_notebook(path)
+    assert written == [root / "src" / "minibert" / "tiny.py"]
+    assert written[0].read_text().endswith("def f():\n    return 41 + 1\n")
+
+
+def test_stale_file_is_refused_and_nothing_written(shell, tmp_path):
+    root = kit(tmp_path)
+    nb = make_nb("#| default_exp tiny", "#| export\nx = 1")
+    path = root / "notebooks" / "01_tiny.ipynb"
+    nbformat.write(nb, path)  # saved with x = 1 ...
+    shell.run_cell(nb.cells[0].source, cell_id="cell-0")
+    shell.run_cell("#| export\nx = 2", cell_id="cell-1")  # ... but the kernel ran x = 2: the file is stale
+    with pytest.raises(ExportError, match="older than the code you ran"):
+        export_notebook(path)
+    assert not (root / "src" / "minibert" / "tiny.py").exists()
+
+
+def test_cell_never_run_is_refused(shell, tmp_path):
+    root = kit(tmp_path)
+    nb = make_nb("#| default_exp tiny", "#| export\nx = 1", "#| export\ny = 2")
+    path = root / "notebooks" / "01_tiny.ipynb"
+    nbformat.write(nb, path)
+    shell.run_cell(nb.cells[0].source, cell_id="cell-0")
+    shell.run_cell(nb.cells[1].source, cell_id="cell-1")
+    with pytest.raises(ExportError, match=r"cell 2 \(`y = 2`\): not run"):
+        export_notebook(path)
+
+
+def test_export_without_tracking_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setattr(export, "_tracker", None)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    root = kit(tmp_path)
+    nbformat.write(make_nb("#| default_exp tiny", "#| export\nx = 1"), root / "notebooks" / "01_tiny.ipynb")
+    with pytest.raises(ExportError, match="track_cells"):
+        export_notebook(root / "notebooks" / "01_tiny.ipynb")
+
+
+def test_export_does_nothing_while_nbgrader_grades(shell, tmp_path, monkeypatch, capsys):
+    root = kit(tmp_path)
+    nb = make_nb("#| default_exp tiny", "#| export\nx = 1")
+    nbformat.write(nb, root / "notebooks" / "01_tiny.ipynb")
+    run_all(shell, nb)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert export_notebook(root / "notebooks" / "01_tiny.ipynb") == []
+    assert not (root / "src" / "minibert" / "tiny.py").exists()
+    assert "skipped" in capsys.readouterr().out
+
+
+def test_student_notebooks_in_the_repository_never_write_the_reference_package():
+    reference = ROOT / "src" / "minibert"
+    assert export.destination(ROOT / "notebooks" / "01_wordpiece.ipynb") == ROOT / "build" / "my-minibert" / "minibert"
+    assert export.destination(ROOT / "solutions" / "01_wordpiece.ipynb") == reference
+    assert not (ROOT / export.KIT_MARKER).exists()
+
+
+def test_enclosing_name_and_stub_message():
+    lines = ["class A:", "    def f(self):", "        ### BEGIN SOLUTION", "def g():", "    ### BEGIN SOLUTION"]
+    assert enclosing_name(lines, 2) == "A.f"
+    assert enclosing_name(lines, 4) == "g"
+    assert enclosing_name(["### BEGIN SOLUTION"], 0) is None
+    msg = stub_message("03", "model", "BertModel.forward")
+    assert msg == "minibert.model.BertModel.forward -- complete chapter 03 and run its export cell"
+
+
+def test_release_stubs_name_function_and_chapter():
+    release = nbformat.read(ROOT / "notebooks" / "01_wordpiece.ipynb", as_version=4)
+    stubs = [c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert len(stubs) == 4
+    for name in ["WordPieceTokenizer.tokenize_word", "build_inputs", "split_into_windows", "train_wordpiece"]:
+        expected = f"NotImplementedError('minibert.tokenization.{name} -- complete chapter 01 and run its export cell')"
+        assert any(expected in s for s in stubs), name
+
+
+def test_secret_lines_exclude_lines_shown_elsewhere():
+    nb = make_nb("x = 'visible line of code'\n### BEGIN SOLUTION\nx = 'visible line of code'\n"
+                 "secret_value = compute_it()\n### END SOLUTION",
+                 "assert f(1) == 2\n### BEGIN HIDDEN TESTS\nassert f(12345) == 24690\n### END HIDDEN TESTS")
+    assert secret_lines(nb) == {"secret_value = compute_it()", "assert f(12345) == 24690"}

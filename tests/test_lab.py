@@ -1,0 +1,215 @@
+"""`make lab` starts a working JupyterLab on the course notebooks.
+
+The server is started through the Makefile's `lab` target (with the current interpreter's venv as BIN, so nothing is
+reinstalled) on a free port of 127.0.0.1 with a random token, and HOME pointed at an empty folder. Checked over HTTP:
+the token is required; every notebooks/*.ipynb is listed as a notebook and opens; /lab serves the JupyterLab page
+and its main script; the python3 kernel is offered; Jupyter state goes where the Makefile says (build/jupyter); and
+after the server has stopped, nothing was written into HOME.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+STARTUP_TIMEOUT_S = 90
+# No proxy for 127.0.0.1, whatever http_proxy says.
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+class Lab:
+    """A `make lab` server in its own process group; `stop()` ends the whole group."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.home = tmp / "home"
+        self.home.mkdir()
+        self.log = tmp / "lab.log"
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def command(self) -> list[str]:
+        # Not .resolve(): that would leave the venv for the interpreter it was made from.
+        bin_dir = Path(sys.executable).absolute().parent
+        # A stamp that exists and is newer than pyproject.toml, and `-o` so make never runs the install recipe for it.
+        stamp = self.tmp / "installed.stamp"
+        stamp.touch()
+        lab_args = [f"--port={self.port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
+                    "--no-browser", "--ServerApp.open_browser=False", f"--ServerApp.token={self.token}"]
+        if os.geteuid() == 0:  # Jupyter refuses to run as root without it (containers, CI)
+            lab_args.append("--allow-root")
+        return ["make", "--no-print-directory", "-o", str(stamp), "lab", f"BIN={bin_dir}", f"STAMP={stamp}",
+                f"LAB_ARGS={' '.join(lab_args)}"]
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # A make running this suite (`make test`) must not pass its flags, level or jobserver to this one.
+        for var in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "JUPYTER_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                    "XDG_DATA_HOME", "XDG_STATE_HOME"):
+            env.pop(var, None)
+        # The Makefile exports its own (build/jupyter/...), which win; these are a fallback that keeps HOME clean.
+        for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("IPYTHONDIR", "ipython"),
+                         ("MPLCONFIGDIR", "matplotlib")]:
+            env[var] = str(self.tmp / "jupyter" / sub)
+        env["HOME"] = str(self.home)
+        env["PATH"] = str(Path(sys.executable).absolute().parent) + os.pathsep + env.get("PATH", "")
+        return env
+
+    def start(self) -> None:
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=self.environment(), stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"`make lab` exited with {self.proc.returncode} before serving:\n{self.log_tail()}")
+            try:
+                status, _, _ = self.get("/api/status")
+                if status == 200:
+                    return
+            except OSError:  # not listening yet
+                pass
+            time.sleep(0.5)
+        pytest.fail(f"JupyterLab did not answer /api/status within {STARTUP_TIMEOUT_S} s:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None and not self._group_alive():
+            return
+        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and self._group_alive():
+                self.proc.poll()
+                time.sleep(0.2)
+            if not self._group_alive():
+                break
+        self.proc.poll()
+
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        # The leader may be a zombie until reaped; reap it so the group can disappear.
+        self.proc.poll()
+        try:
+            os.killpg(self.proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def log_tail(self, n: int = 4000) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")[-n:] if self.log.exists() else "(no log)"
+
+    def get(self, path: str, token: bool = True, **params: str) -> tuple[int, str, str]:
+        """GET path; returns (status, content type, body). HTTP errors are returned, not raised."""
+        if token:
+            params["token"] = self.token
+        url = self.base + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        try:
+            with OPENER.open(url, timeout=30) as r:
+                return r.status, r.headers.get("Content-Type", ""), r.read().decode("utf-8", errors="replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Content-Type", ""), e.read().decode("utf-8", errors="replace")
+
+    def get_json(self, path: str, **params: str):
+        status, _, body = self.get(path, **params)
+        assert status == 200, f"GET {path}: {status}\n{body[:500]}\n{self.log_tail()}"
+        return json.loads(body)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    server = Lab(tmp_path_factory.mktemp("lab"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_token_is_required(lab):
+    status, _, _ = lab.get("/api/contents", token=False)
+    assert status == 403, f"/api/contents without the token answered {status}"
+
+
+def test_every_course_notebook_is_listed_and_opens(lab):
+    assert "01_wordpiece.ipynb" in [p.name for p in NOTEBOOKS]
+    listing = lab.get_json("/api/contents")
+    assert listing["type"] == "directory"
+    served = {item["name"]: item["type"] for item in listing["content"]}
+    for nb in NOTEBOOKS:
+        assert served.get(nb.name) == "notebook", f"{nb.name} not listed as a notebook by the server: {served}"
+        model = lab.get_json(f"/api/contents/{urllib.parse.quote(nb.name)}", content="1")
+        assert model["type"] == "notebook" and model["format"] == "json"
+        assert model["content"]["nbformat"] == 4 and model["content"]["cells"], f"{nb.name} opened empty"
+
+
+def test_lab_page_and_its_script_are_served(lab):
+    status, ctype, html = lab.get("/lab")
+    assert status == 200 and ctype.startswith("text/html"), f"/lab: {status} {ctype}"
+    assert "<title>JupyterLab</title>" in html
+    config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', html,
+                                  re.S).group(1))
+    assert config["appName"] == "JupyterLab"
+    # Lab state (settings, workspaces) goes under the project's build/jupyter, as the Makefile promises.
+    config_dir = ROOT / "build" / "jupyter" / "config"
+    for key in ("userSettingsDir", "workspacesDir"):
+        assert Path(config[key]).is_relative_to(config_dir), f"{key} is {config[key]}, not under {config_dir}"
+    scripts = re.findall(r'<script[^>]+src="([^"]+)"', html)
+    assert any("/static/lab/main." in s for s in scripts), f"no main bundle in the page: {scripts}"
+    for src in scripts:
+        path, _, query = src.partition("?")
+        status, ctype, body = lab.get(path, **dict(urllib.parse.parse_qsl(query)))
+        assert status == 200 and "javascript" in ctype and body, f"{src}: {status} {ctype}"
+
+
+def test_python3_kernel_is_offered(lab):
+    specs = lab.get_json("/api/kernelspecs")
+    assert "python3" in specs["kernelspecs"], sorted(specs["kernelspecs"])
+    assert specs["kernelspecs"]["python3"]["spec"]["language"] == "python"
+
+
+def test_nothing_is_written_to_home(lab):
+    """Last in the file: it stops the server, so that what is written at shutdown is seen too."""
+    lab.get_json("/api/status")
+    lab.stop()
+    assert lab.proc.poll() is not None
+    written = files_under(lab.home)
+    assert not written, f"`make lab` wrote into HOME ({lab.home}): {written}"
+

@@ -1,0 +1,46 @@
+"""Every solution notebook runs top to bottom without an error, and its export cell (the student-side route)
+writes exactly the modules of the reference package (the instructor-side route)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import nbformat
+import pytest
+from conftest import ROOT, SOLUTIONS
+from nbclient import NotebookClient
+
+from minibert_course.export import INIT, render_modules
+
+pytestmark = pytest.mark.slow
+
+
+def execute(path, cwd, env: dict[str, str]) -> tuple[nbformat.NotebookNode, float]:
+    nb = nbformat.read(path, as_version=4)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        start = time.perf_counter()
+        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+        return nb, time.perf_counter() - start
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_solution_notebook_runs_and_exports_the_reference_package(solution, tmp_path):
+    nb, seconds = execute(solution, solution.parent, {"MINIBERT_EXPORT_DIR": str(tmp_path)})
+    print(f"{solution.name}: {seconds:.1f} s")
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors[0]
+    modules = [m for m in render_modules(nb, solution.name) if m != INIT]
+    assert modules, f"{solution.name} exports nothing"
+    for module in modules:
+        exported = (tmp_path / f"{module}.py").read_text(encoding="utf-8")
+        reference = (ROOT / "src" / "minibert" / f"{module}.py").read_text(encoding="utf-8")
+        assert exported == reference, f"the export cell of {solution.name} and `make release` disagree on {module}"

@@ -1,0 +1,83 @@
+"""`make student-kit`: no solution text in the kit; stubs say what to do; a student who completes a chapter and
+runs its export cell gets their own code in their kit's package (and nowhere else)."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from conftest import ROOT, SOLUTIONS, filled_submission
+from test_notebooks import execute
+
+from minibert_course.nbgrader_ext import secret_lines
+
+pytestmark = pytest.mark.slow
+CHAPTER = "01_wordpiece"
+
+
+def package_digest() -> str:
+    files = sorted((ROOT / "src" / "minibert").glob("*.py"))
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kit") / "student-kit"
+    run = subprocess.run(["make", "-s", "student-kit", f"KIT={folder}", f"BIN={ROOT / '.venv' / 'bin'}"
+                          if (ROOT / ".venv" / "bin" / "python").exists() else f"BIN={sys.prefix}/bin",
+                          f"STAMP={sys.executable}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return folder
+
+
+def kit_python(kit, code: str) -> subprocess.CompletedProcess:
+    """Run code against the kit's package (not the reference package installed in this venv)."""
+    return subprocess.run([sys.executable, "-c", code], cwd=kit, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(kit / "src"), "PATH": str(ROOT)})
+
+
+def test_kit_layout(kit):
+    for rel in ["Makefile", "README.md", "pyproject.toml", "environment.yml", "data-requirements.txt", ".minibert-kit",
+                f"notebooks/{CHAPTER}.ipynb", "src/minibert/__init__.py", "src/minibert/tokenization.py",
+                "src/minibert_course/export.py"]:
+        assert (kit / rel).exists(), rel
+    assert (kit / "notebooks" / f"{CHAPTER}.ipynb").read_bytes() == (ROOT / "notebooks" / f"{CHAPTER}.ipynb").read_bytes()
+
+
+def test_kit_holds_no_solution_text(kit):
+    secrets = set().union(*(secret_lines(nbformat.read(p, as_version=4)) for p in SOLUTIONS))
+    files = [p for p in kit.rglob("*") if p.is_file() and p.suffix in {".py", ".ipynb", ".md", ".txt", ".toml", ""}]
+    assert len(files) > 8
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        leaked = sorted(s for s in secrets if s in text)
+        assert not leaked, f"{path.relative_to(kit)} leaks {leaked[:3]}"
+        if "minibert_course" not in path.parts:  # the tooling names the markers in its docs; course files must not
+            assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text, path
+
+
+def test_stub_says_which_function_and_chapter(kit):
+    run = kit_python(kit, "import minibert; minibert.WordPieceTokenizer(['[UNK]', 'a']).tokenize('a')")
+    assert run.returncode != 0
+    assert ("NotImplementedError: minibert.tokenization.WordPieceTokenizer.tokenize_word -- complete chapter 01 "
+            "and run its export cell") in run.stderr
+    assert "kit" in kit_python(kit, "import minibert; print(minibert.__file__)").stdout
+
+
+def test_student_export_fills_the_kit_package_only(kit):
+    before = package_digest()
+    answered = filled_submission(ROOT / "notebooks" / f"{CHAPTER}.ipynb", ROOT / "solutions" / f"{CHAPTER}.ipynb")
+    path = kit / "notebooks" / f"{CHAPTER}.ipynb"
+    nbformat.write(answered, path)
+    nb, _ = execute(path, path.parent, {})
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors[0]
+    ours = (kit / "src" / "minibert" / "tokenization.py").read_text(encoding="utf-8")
+    assert ours == (ROOT / "src" / "minibert" / "tokenization.py").read_text(encoding="utf-8")
+    assert package_digest() == before, "a student's export must never write the reference package"
+    run = kit_python(kit, "import minibert; print(minibert.WordPieceTokenizer(['[UNK]', 'un', '##want', '##ed'])"
+                          ".tokenize('unwanted'))")
+    assert run.stdout.strip() == "['un', '##want', '##ed']", run.stderr

@@ -1,0 +1,60 @@
+"""notebooks/ and src/minibert/ are exactly what solutions/ generate (what `make check-sync` checks), and no
+solution or hidden-test text is in notebooks/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from conftest import ROOT, SOLUTIONS
+
+from minibert_course.nbgrader_ext import secret_lines
+from minibert_course.release import drift, generate
+
+
+@pytest.fixture(scope="module")
+def generated():
+    return generate(ROOT)
+
+
+def test_every_solution_has_a_release_notebook(generated):
+    assert {f"notebooks/{p.name}" for p in SOLUTIONS} == {k for k in generated if k.startswith("notebooks/")}
+
+
+def test_drift_is_detected(generated, tmp_path):
+    files = dict(generated)
+    key = next(k for k in files if k.startswith("src/"))
+    files[key] += "# edited by hand\n"
+    assert any(p.startswith(f"differs: {key}") for p in drift(ROOT, files))
+    files.pop(key)
+    assert any(p.startswith("not generated") for p in drift(ROOT, files))
+
+
+def test_no_solution_text_in_release_notebooks():
+    for solution in SOLUTIONS:
+        secrets = secret_lines(nbformat.read(solution, as_version=4))
+        assert len(secrets) >= 10, f"{solution.name}: too few solution lines found to make this check meaningful"
+        release = (ROOT / "notebooks" / solution.name).read_text(encoding="utf-8")
+        released_nb = nbformat.reads(release, as_version=4)
+        text = "\n".join(c.source for c in released_nb.cells)
+        leaked = sorted(s for s in secrets if s in text)
+        assert not leaked, f"{solution.name} leaks: {leaked[:5]}"
+        assert "BEGIN SOLUTION" not in release and "HIDDEN TESTS" not in release
+        assert all(not c.get("outputs") for c in released_nb.cells if c.cell_type == "code")
+
+
+def test_committed_notebooks_have_no_outputs():
+    for path in [*SOLUTIONS, *(ROOT / "notebooks").glob("*.ipynb")]:
+        nb = nbformat.read(path, as_version=4)
+        assert all(not c.get("outputs") and c.get("execution_count") is None
+                   for c in nb.cells if c.cell_type == "code"), path
+
+
+def test_check_sync_command_passes():
+    """The committed trees match solutions/ (the CLI behind `make check-sync`; it prints the drift)."""
+    run = subprocess.run([sys.executable, "-m", "minibert_course.release", "--check"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "in sync" in run.stdout

@@ -1,0 +1,386 @@
+"""Tests of `minibert.tokenization`, in the style of Google BERT's tokenization_test.py.
+
+Tiny hand-written vocabularies with exact expected pieces and ids, one edge case per test; on real text the
+reference is Hugging Face `tokenizers` with bert-base-uncased's own tokenizer.json.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+from minibert.corpus import load_wikipedia_sample
+from minibert.tokenization import (
+    MAX_POSITIONS,
+    SPECIAL_TOKENS,
+    BasicTokenizer,
+    BertTokenizer,
+    WordPieceTokenizer,
+    build_inputs,
+    load_vocab,
+    pretrained_dir,
+    pretrained_vocab_file,
+    save_vocab,
+    split_into_windows,
+    train_wordpiece,
+)
+
+# The vocabulary of Google BERT's test_wordpiece_tokenizer.
+REFERENCE_VOCAB = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing"]
+# A lecture vocabulary that, unlike bert-base-uncased, holds the continuation "##happiness".
+LECTURE_VOCAB = [*SPECIAL_TOKENS, "un", "##happiness", "##happy", "happiness", "##ha", "##ness"]
+# REFERENCE_VOCAB completed with the two specials it lacks, so that BertTokenizer accepts it.
+FULL_VOCAB = ["[PAD]", *REFERENCE_VOCAB, "[MASK]"]
+
+
+@pytest.fixture(scope="module")
+def bert() -> BertTokenizer:
+    return BertTokenizer.from_pretrained()
+
+
+@pytest.fixture(scope="module")
+def reference() -> Tokenizer:
+    """bert-base-uncased's own `tokenizers` pipeline, without the truncation and padding its file sets."""
+    tok = Tokenizer.from_file(str(pretrained_dir() / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+@pytest.fixture(scope="module")
+def wiki_paragraphs() -> list[str]:
+    return [p for article in load_wikipedia_sample(limit=10) for p in article.paragraphs]
+
+
+def reference_basic(text: str, lowercase: bool = True) -> list[str]:
+    """Words of `text` by `tokenizers`' BertNormalizer + BertPreTokenizer."""
+    normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    return [word for word, _ in pre_tokenizers.BertPreTokenizer().pre_tokenize_str(normalizer.normalize_str(text))]
+
+
+def reference_wordpiece(vocab: list[str], text: str, max_input_chars_per_word: int = 100) -> list[str]:
+    """Pieces of whitespace-separated `text` by `tokenizers`' own WordPiece model over `vocab`."""
+    model = models.WordPiece(
+        {t: i for i, t in enumerate(vocab)}, unk_token="[UNK]", max_input_chars_per_word=max_input_chars_per_word
+    )
+    tok = Tokenizer(model)
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return tok.encode(text).tokens
+
+
+# --- WordPieceTokenizer -----------------------------------------------------------------------------------------
+
+
+def test_wordpiece_splits_known_words_into_longest_pieces():
+    tok = WordPieceTokenizer(REFERENCE_VOCAB)
+    assert tok.tokenize("unwanted running") == ["un", "##want", "##ed", "runn", "##ing"]
+
+
+def test_wordpiece_word_with_unspellable_tail_becomes_one_unk():
+    tok = WordPieceTokenizer(REFERENCE_VOCAB)
+    # "unwantedX": un ##want ##ed match, but nothing spells "X", so the whole word is [UNK] (not a partial split).
+    assert tok.tokenize("unwantedX running") == ["[UNK]", "runn", "##ing"]
+
+
+def test_wordpiece_empty_and_blank_text_give_no_pieces():
+    tok = WordPieceTokenizer(REFERENCE_VOCAB)
+    assert tok.tokenize("") == []
+    assert tok.tokenize(" \t\n ") == []
+
+
+def test_wordpiece_prefers_longest_prefix_over_shorter_one():
+    # "wa" and "want" both start "wanted": the longest match "want" wins, then "##ed".
+    assert WordPieceTokenizer(REFERENCE_VOCAB).tokenize("wanted") == ["want", "##ed"]
+
+
+def test_wordpiece_max_input_chars_per_word_boundary():
+    tok = WordPieceTokenizer(REFERENCE_VOCAB, max_input_chars_per_word=6)
+    assert tok.tokenize("unwant") == ["un", "##want"]  # 6 characters: still split
+    assert tok.tokenize("unwanted") == ["[UNK]"]  # 8 characters: unknown at once
+    assert tok.tokenize("unwant unwanted running") == reference_wordpiece(REFERENCE_VOCAB, "unwant unwanted running", 6)
+
+
+def test_wordpiece_custom_unk_token():
+    tok = WordPieceTokenizer({**{t: i for i, t in enumerate(REFERENCE_VOCAB)}, "<unk>": 10}, unk_token="<unk>")
+    assert tok.tokenize("xyz want") == ["<unk>", "want"]
+
+
+def test_wordpiece_matches_tokenizers_wordpiece_model():
+    text = "unwanted running unwantedX wa want wants runnin un ##ing"
+    assert WordPieceTokenizer(REFERENCE_VOCAB).tokenize(text) == reference_wordpiece(REFERENCE_VOCAB, text)
+
+
+def test_unhappiness_with_lecture_vocab_uses_whole_continuation():
+    # Greedy: longest prefix of "unhappiness" in the vocab is "un", then the longest "##" piece is "##happiness".
+    assert WordPieceTokenizer(LECTURE_VOCAB).tokenize("unhappiness") == ["un", "##happiness"]
+
+
+def test_unhappiness_with_real_vocab(bert, reference):
+    assert "##happiness" not in bert.vocab
+    assert bert.tokenize("unhappiness") == ["un", "##ha", "##pp", "##iness"]
+    assert bert.tokenize("unhappiness") == reference.encode("unhappiness", add_special_tokens=False).tokens
+
+
+# --- BasicTokenizer ---------------------------------------------------------------------------------------------
+
+
+def test_basic_lower_cases_and_splits_whitespace():
+    assert BasicTokenizer().tokenize(" \tHeLLo!how  \n Are yoU?  ") == ["hello", "!", "how", "are", "you", "?"]
+
+
+def test_basic_strips_accents_when_lower_casing():
+    assert BasicTokenizer().tokenize("H\u00e9llo Cr\u00e8me br\u00fbl\u00e9e") == ["hello", "creme", "brulee"]
+
+
+def test_basic_without_lower_case_keeps_case_and_accents():
+    tok = BasicTokenizer(do_lower_case=False)
+    assert tok.tokenize(" \tHeLLo!how  \n Are yoU?  ") == ["HeLLo", "!", "how", "Are", "yoU", "?"]
+    assert tok.tokenize("H\u00e9llo") == ["H\u00e9llo"]
+
+
+def test_basic_splits_ascii_and_unicode_punctuation():
+    assert BasicTokenizer().tokenize("$5^a") == ["$", "5", "^", "a"]
+    assert BasicTokenizer().tokenize("don't...") == ["don", "'", "t", ".", ".", "."]
+    assert BasicTokenizer().tokenize("\u00abx\u00bb \u2014y") == ["\u00ab", "x", "\u00bb", "\u2014", "y"]
+
+
+def test_basic_isolates_cjk_ideographs():
+    assert BasicTokenizer().tokenize("ah\u535a\u63a8zz") == ["ah", "\u535a", "\u63a8", "zz"]
+
+
+def test_basic_drops_control_characters():
+    # NUL, BEL, U+FFFD and the zero-width space (format char) vanish without splitting the word.
+    assert BasicTokenizer().tokenize("a\x00b\x07c\ufffdd\u200be f") == ["abcde", "f"]
+
+
+def test_basic_treats_unicode_spaces_as_whitespace():
+    assert BasicTokenizer().tokenize("a\u00a0b\u3000c\rd") == ["a", "b", "c", "d"]
+
+
+def test_basic_lower_cases_final_sigma_character_by_character():
+    # Python's str.lower() gives the final form "ς"; BERT and `tokenizers` lower-case each character, giving "σ".
+    assert BasicTokenizer().tokenize("\u039f\u0394\u039f\u03a3") == ["\u03bf\u03b4\u03bf\u03c3"]
+    assert BasicTokenizer().tokenize("\u039f\u0394\u039f\u03a3") == reference_basic("\u039f\u0394\u039f\u03a3")
+
+
+def test_basic_matches_tokenizers_on_mixed_text():
+    text = "Héllo, WORLD! 你好 naïve\tcafé — «quotes» 3.14% ΟΔΟΣ a\u00a0b x\x00y İstanbul ǅ"
+    assert BasicTokenizer().tokenize(text) == reference_basic(text)
+    assert BasicTokenizer(do_lower_case=False).tokenize(text) == reference_basic(text, lowercase=False)
+
+
+# --- BertTokenizer against tokenizers on real text -----------------------------------------------------------------
+
+
+def test_bert_tokenize_matches_tokenizers_on_wikipedia(bert, reference, wiki_paragraphs):
+    assert len(wiki_paragraphs) > 100
+    mismatches = []
+    for p in wiki_paragraphs:
+        expected = reference.encode(p, add_special_tokens=False).tokens
+        got = bert.tokenize(p)
+        if got != expected:
+            mismatches.append((p[:80], got[:20], expected[:20]))
+    assert not mismatches, f"{len(mismatches)} of {len(wiki_paragraphs)} paragraphs differ; first: {mismatches[0]}"
+
+
+def test_bert_ids_match_tokenizers_on_wikipedia(bert, reference, wiki_paragraphs):
+    for p in wiki_paragraphs[:200]:
+        assert bert.convert_tokens_to_ids(bert.tokenize(p)) == reference.encode(p, add_special_tokens=False).ids, p
+
+
+def test_bert_special_token_ids_match_real_vocab(bert, reference):
+    assert [bert.vocab[t] for t in SPECIAL_TOKENS] == [0, 100, 101, 102, 103]
+    assert [bert.vocab[t] for t in SPECIAL_TOKENS] == [reference.token_to_id(t) for t in SPECIAL_TOKENS]
+    assert len(bert) == reference.get_vocab_size() == 30522
+
+
+def test_convert_unknown_token_to_unk_id():
+    tok = BertTokenizer(FULL_VOCAB)
+    assert tok.convert_tokens_to_ids(["want", "nope", "##ing"]) == [4, 1, 10]
+    assert tok.convert_ids_to_tokens([8, 5, 6]) == ["un", "##want", "##ed"]
+
+
+# --- build_inputs and encode --------------------------------------------------------------------------------------
+
+
+def test_build_inputs_single():
+    assert build_inputs(["a", "b"]) == (["[CLS]", "a", "b", "[SEP]"], [0, 0, 0, 0])
+
+
+def test_build_inputs_pair_segments():
+    tokens, segments = build_inputs(["a", "b"], ["c"])
+    assert tokens == ["[CLS]", "a", "b", "[SEP]", "c", "[SEP]"]
+    assert segments == [0, 0, 0, 0, 1, 1]
+
+
+def test_build_inputs_empty_segments():
+    assert build_inputs([]) == (["[CLS]", "[SEP]"], [0, 0])
+    assert build_inputs([], []) == (["[CLS]", "[SEP]", "[SEP]"], [0, 0, 1])
+
+
+def test_build_inputs_matches_tokenizers_pair_encoding(reference, wiki_paragraphs):
+    a, b = wiki_paragraphs[0], wiki_paragraphs[1]
+    pieces_a = reference.encode(a, add_special_tokens=False).tokens
+    pieces_b = reference.encode(b, add_special_tokens=False).tokens
+    single = reference.encode(a)
+    pair = reference.encode(a, b)
+    assert build_inputs(pieces_a) == (single.tokens, single.type_ids)
+    assert build_inputs(pieces_a, pieces_b) == (pair.tokens, pair.type_ids)
+
+
+def test_encode_single_with_hand_vocab():
+    enc = BertTokenizer(FULL_VOCAB).encode("UNwanted, running")
+    # "," is not in the vocabulary: [UNK].
+    assert enc.tokens == ["[CLS]", "un", "##want", "##ed", "[UNK]", "runn", "##ing", "[SEP]"]
+    assert enc.input_ids == [2, 8, 5, 6, 1, 9, 10, 3]
+    assert enc.token_type_ids == [0] * 8
+    assert enc.attention_mask == [1] * 8
+
+
+def test_encode_pair_matches_tokenizers(bert, reference, wiki_paragraphs):
+    short = [p for p in wiki_paragraphs if len(reference.encode(p, add_special_tokens=False).ids) < 200]
+    assert len(short) >= 6
+    for a, b in zip(short[0:6:2], short[1:6:2], strict=True):
+        enc = bert.encode(a, b)
+        expected = reference.encode(a, b)
+        assert enc.tokens == expected.tokens
+        assert enc.input_ids == expected.ids
+        assert enc.token_type_ids == expected.type_ids
+        assert enc.attention_mask == [1] * len(expected.ids) == expected.attention_mask
+
+
+def test_encode_fills_exactly_512_positions(bert):
+    assert bert.tokenize("word") == ["word"]
+    enc = bert.encode(" ".join(["word"] * (MAX_POSITIONS - 2)))
+    assert len(enc.input_ids) == MAX_POSITIONS
+
+
+def test_encode_longer_than_512_positions_raises(bert):
+    with pytest.raises(ValueError, match="split_into_windows"):
+        bert.encode(" ".join(["word"] * (MAX_POSITIONS - 1)))
+    with pytest.raises(ValueError, match="split_into_windows"):
+        bert.encode(" ".join(["word"] * 300), " ".join(["word"] * 300))
+
+
+# --- split_into_windows -----------------------------------------------------------------------------------------
+
+
+def test_windows_of_1200_items():
+    items = list(range(1200))
+    windows = split_into_windows(items, max_length=512, stride=128)
+    # 510 items per window, advancing by 510 - 128 = 382: starts 0, 382, 764; the last reaches the end.
+    assert windows == [items[0:510], items[382:892], items[764:1200]]
+    for left, right in zip(windows, windows[1:], strict=False):
+        assert left[-128:] == right[:128]
+
+
+def test_windows_cover_everything_in_order():
+    items = [f"t{i}" for i in range(2000)]
+    windows = split_into_windows(items, max_length=100, stride=10)
+    assert all(len(w) <= 98 for w in windows)
+    rebuilt = windows[0] + [x for w in windows[1:] for x in w[10:]]
+    assert rebuilt == items
+
+
+def test_windows_match_tokenizers_overflow_with_stride():
+    tok = Tokenizer.from_file(str(pretrained_dir() / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_length=512, stride=128)
+    enc = tok.encode(" ".join(["word"] * 1200))
+    expected = [[w for w in e.word_ids if w is not None] for e in [enc, *enc.overflowing]]
+    assert split_into_windows(list(range(1200)), max_length=512, stride=128) == expected
+
+
+def test_windows_short_input_is_one_window():
+    assert split_into_windows([1, 2, 3]) == [[1, 2, 3]]
+    assert split_into_windows(list(range(510))) == [list(range(510))]
+    assert len(split_into_windows(list(range(511)))) == 2
+
+
+def test_windows_empty_input():
+    assert split_into_windows([]) == [[]]
+
+
+@pytest.mark.parametrize("stride", [-1, 510, 600])
+def test_windows_invalid_stride(stride):
+    with pytest.raises(ValueError, match="stride"):
+        split_into_windows(list(range(1000)), max_length=512, stride=stride)
+
+
+# --- vocabularies -----------------------------------------------------------------------------------------------
+
+
+def test_load_vocab_from_file_and_list(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(t + "\n" for t in REFERENCE_VOCAB), encoding="utf-8")
+    expected = {t: i for i, t in enumerate(REFERENCE_VOCAB)}
+    assert load_vocab(path) == expected
+    assert load_vocab(str(path)) == expected
+    assert load_vocab(REFERENCE_VOCAB) == expected
+
+
+def test_load_vocab_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_vocab(tmp_path / "no_such_vocab.txt")
+
+
+def test_load_vocab_duplicate_token_is_named(tmp_path):
+    with pytest.raises(ValueError, match="'##want'"):
+        load_vocab(["[UNK]", "##want", "un", "##want"])
+    path = tmp_path / "vocab.txt"
+    path.write_text("[UNK]\nrunn\nrunn\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="'runn'"):
+        load_vocab(path)
+
+
+def test_load_vocab_empty(tmp_path):
+    with pytest.raises(ValueError, match="empty"):
+        load_vocab([])
+    path = tmp_path / "vocab.txt"
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(ValueError, match="empty"):
+        load_vocab(path)
+
+
+def test_bert_tokenizer_requires_special_tokens():
+    with pytest.raises(ValueError) as info:
+        BertTokenizer(REFERENCE_VOCAB)
+    message = str(info.value)
+    assert "[PAD]" in message and "[MASK]" in message
+    assert "[CLS]" not in message and "[SEP]" not in message
+
+
+def test_decode_glues_continuation_pieces():
+    tok = BertTokenizer(FULL_VOCAB)
+    ids = [2, 8, 5, 6, 9, 10, 3]  # [CLS] un ##want ##ed runn ##ing [SEP]
+    assert tok.decode(ids) == "unwanted running"
+    assert tok.decode(ids, skip_special_tokens=False) == "[CLS] unwanted running [SEP]"
+
+
+def test_decode_round_trips_real_text(bert):
+    text = "the unhappiness of running words"
+    assert bert.decode(bert.encode(text).input_ids) == text
+
+
+def test_train_wordpiece_and_save_vocab(tmp_path):
+    texts = ["The cat sat on the mat.", "The dog sat on the log.", "Cats and dogs are playing together."] * 4
+    trained = train_wordpiece(texts, vocab_size=200, min_frequency=1)
+    assert [trained.token_to_id(t) for t in SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
+    path = save_vocab(trained, tmp_path / "vocab.txt")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[:5] == list(SPECIAL_TOKENS)
+    assert len(lines) == trained.get_vocab_size()
+    assert {t: i for i, t in enumerate(lines)} == trained.get_vocab()
+    tok = BertTokenizer(path)
+    assert len(tok) == trained.get_vocab_size()
+    for text in [*texts[:3], "Unseen catsdogs!"]:
+        assert tok.tokenize(text) == trained.encode(text).tokens
+
+
+def test_pretrained_vocab_file():
+    path = pretrained_vocab_file()
+    assert path.is_file()
+    assert path == pretrained_dir() / "vocab.txt"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 30522
+    assert [lines[i] for i in (0, 100, 101, 102, 103)] == list(SPECIAL_TOKENS)
