@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-import tomllib
 
+import tomllib
 import yaml
 from conftest import ROOT
 
@@ -47,7 +47,8 @@ def test_environment_yml_mirrors_pyproject():
     python, env = environment_pins()
     have = pyproject_pins()
     assert env == have, (
-        f"environment.yml and pyproject.toml disagree: only in pyproject {sorted(set(have.items()) - set(env.items()))}, "
+        "environment.yml and pyproject.toml disagree: "
+        f"only in pyproject {sorted(set(have.items()) - set(env.items()))}, "
         f"only in environment.yml {sorted(set(env.items()) - set(have.items()))}"
     )
     assert re.fullmatch(r"python=3\.1[0-9]+", python), python

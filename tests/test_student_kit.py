@@ -44,7 +44,8 @@ def test_kit_layout(kit):
                 f"notebooks/{CHAPTER}.ipynb", "src/minibert/__init__.py", "src/minibert/tokenization.py",
                 "src/minibert_course/export.py"]:
         assert (kit / rel).exists(), rel
-    assert (kit / "notebooks" / f"{CHAPTER}.ipynb").read_bytes() == (ROOT / "notebooks" / f"{CHAPTER}.ipynb").read_bytes()
+    released = (ROOT / "notebooks" / f"{CHAPTER}.ipynb").read_bytes()
+    assert (kit / "notebooks" / f"{CHAPTER}.ipynb").read_bytes() == released
 
 
 def test_kit_holds_no_solution_text(kit):
