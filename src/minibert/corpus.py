@@ -20,7 +20,7 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _REF = re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I)
 _MEDIA = re.compile(r"\[\[(?:file|image|category):(?:[^\[\]]|\[\[[^\[\]]*\]\])*\]\]", re.I)
 _TABLE = re.compile(r"^\{\|.*?^\|\}", re.S | re.M)
-_HEADING = re.compile(r"^=+.*=+$")
+_HEADING = re.compile(r"^[ \t]*=+[^\n]*=+[ \t]*$", re.M)  # "== Early life ==": a section break, not text
 
 
 @dataclass
@@ -48,11 +48,11 @@ def wikitext_to_paragraphs(wikitext: str, min_words: int = 8) -> list[str]:
 
     for pattern in (_COMMENT, _REF, _MEDIA, _TABLE):
         wikitext = pattern.sub("", wikitext)
+    wikitext = _HEADING.sub("\n", wikitext)  # a blank line in place of each heading ends the paragraph before it
     plain = mwparserfromhell.parse(wikitext).strip_code(normalize=True, collapse=True)
     paragraphs = []
     for block in re.split(r"\n\s*\n", plain):
-        lines = [line.strip() for line in block.split("\n")]
-        text = " ".join(line for line in lines if line and not _HEADING.match(line))
+        text = " ".join(line.strip() for line in block.split("\n") if line.strip())
         text = re.sub(r"\s+", " ", text).strip()
         if len(text.split()) >= min_words:  # drops list stubs, captions and leftovers of removed markup
             paragraphs.append(text)
