@@ -9,8 +9,10 @@ export JUPYTER_CONFIG_DIR := $(CURDIR)/build/jupyter/config
 export JUPYTER_DATA_DIR := $(CURDIR)/build/jupyter/data
 export IPYTHONDIR := $(CURDIR)/build/jupyter/ipython
 export MPLCONFIGDIR := $(CURDIR)/build/jupyter/matplotlib
+# jupyter-lsp runs npm at start-up: keep its cache and logs out of HOME too.
+export npm_config_cache := $(CURDIR)/build/npm
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+export PATH := $(abspath $(BIN)):$(PATH)
 
 COURSE ?= $(CURDIR)/build/course
 SUBMISSIONS ?= $(CURDIR)/submitted

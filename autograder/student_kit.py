@@ -30,7 +30,8 @@ export JUPYTER_CONFIG_DIR := $(CURDIR)/build/jupyter/config
 export JUPYTER_DATA_DIR := $(CURDIR)/build/jupyter/data
 export IPYTHONDIR := $(CURDIR)/build/jupyter/ipython
 export MPLCONFIGDIR := $(CURDIR)/build/jupyter/matplotlib
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+export npm_config_cache := $(CURDIR)/build/npm
+export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: lab
 $(STAMP): pyproject.toml data-requirements.txt

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +33,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 STARTUP_TIMEOUT_S = 90
 # No proxy for 127.0.0.1, whatever http_proxy says.
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# A headless browser for the rendering check: $CHROMIUM if set, else Debian's chromium.
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def free_port() -> int:
@@ -84,48 +87,56 @@ class Lab:
         env["PATH"] = str(Path(sys.executable).absolute().parent) + os.pathsep + env.get("PATH", "")
         return env
 
-    def start(self) -> None:
+    def start(self, tries: int = 3) -> None:
+        for _ in range(tries):
+            if self._launch():
+                return
+            # Another process took the free port between free_port() and the server's bind: another port.
+            self.port = free_port()
+            self.base = f"http://127.0.0.1:{self.port}"
+        pytest.fail(f"`make lab` found its port taken {tries} times:\n{self.log_tail()}")
+
+    def _launch(self) -> bool:
+        """Start `make lab` and wait until it serves; False when its port was taken."""
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=self.environment(), stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if "already in use" in self.log_tail():
+                    return False
                 pytest.fail(f"`make lab` exited with {self.proc.returncode} before serving:\n{self.log_tail()}")
             try:
                 status, _, _ = self.get("/api/status")
                 if status == 200:
-                    return
+                    # jupyter-lsp looks for language servers (running npm) in the background after startup;
+                    # /lsp/status answers once that is done, so what it writes is seen by the HOME check.
+                    status, _, body = self.get("/lsp/status")
+                    assert status in (200, 404), f"/lsp/status: {status} {body[:300]}"
+                    return True
             except OSError:  # not listening yet
                 pass
             time.sleep(0.5)
         pytest.fail(f"JupyterLab did not answer /api/status within {STARTUP_TIMEOUT_S} s:\n{self.log_tail()}")
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None and not self._group_alive():
-            return
+        """SIGTERM to the whole process group (make and the server), then SIGKILL to whatever is left."""
         for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+            if not self._group_alive():
+                return
             try:
                 os.killpg(self.proc.pid, sig)
             except ProcessLookupError:
-                break
+                return
             deadline = time.monotonic() + wait
             while time.monotonic() < deadline and self._group_alive():
-                self.proc.poll()
                 time.sleep(0.2)
-            if not self._group_alive():
-                break
-        self.proc.poll()
 
     def _group_alive(self) -> bool:
-        try:
-            os.killpg(self.proc.pid, 0)
-        except ProcessLookupError:
+        if self.proc is None:
             return False
-        except PermissionError:
-            return True
-        # The leader may be a zombie until reaped; reap it so the group can disappear.
-        self.proc.poll()
+        self.proc.poll()  # reap make once it exits, so that an emptied group disappears
         try:
             os.killpg(self.proc.pid, 0)
         except ProcessLookupError:
@@ -202,6 +213,35 @@ def test_python3_kernel_is_offered(lab):
     specs = lab.get_json("/api/kernelspecs")
     assert "python3" in specs["kernelspecs"], sorted(specs["kernelspecs"])
     assert specs["kernelspecs"]["python3"]["spec"]["language"] == "python"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium: not on PATH (apt-get install chromium) and $CHROMIUM unset")
+def test_lab_renders_the_notebooks_in_a_browser(lab, tmp_path):
+    """Headless chromium loads /lab and runs its JavaScript; the file browser then lists every course notebook."""
+    assert os.access(CHROMIUM, os.X_OK), f"chromium {CHROMIUM} is not executable"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")} | {"HOME": str(tmp_path / "home")}
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+               "--no-proxy-server", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=30000",
+               "--dump-dom", f"{lab.base}/lab?token={lab.token}"]
+    browser = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = browser.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        out, err = b"", b"timed out after 120 s"
+    finally:
+        try:
+            os.killpg(browser.pid, signal.SIGKILL)  # its helper processes too
+        except ProcessLookupError:
+            pass
+        browser.wait()
+    dom = out.decode("utf-8", errors="replace")
+    why = (f"chromium exited {browser.returncode}:\n{err.decode(errors='replace')[-3000:]}\n"
+           f"server log:\n{lab.log_tail()}")
+    assert 'id="filebrowser"' in dom, f"JupyterLab did not render its file browser; {why}"
+    for nb in NOTEBOOKS:
+        assert re.search(rf'jp-DirListing-itemText"[^>]*><span>{re.escape(nb.name)}</span>', dom), \
+            f"{nb.name} not shown in the file browser; {why}"
 
 
 def test_nothing_is_written_to_home(lab):

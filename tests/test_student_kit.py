@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -26,9 +27,11 @@ def package_digest() -> str:
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory):
     folder = tmp_path_factory.mktemp("kit") / "student-kit"
-    run = subprocess.run(["make", "-s", "student-kit", f"KIT={folder}", f"BIN={ROOT / '.venv' / 'bin'}"
-                          if (ROOT / ".venv" / "bin" / "python").exists() else f"BIN={sys.prefix}/bin",
-                          f"STAMP={sys.executable}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    stamp = tmp_path_factory.mktemp("stamp") / "installed"
+    stamp.touch()  # this venv is set up already: `-o` keeps make from re-running the install recipe
+    run = subprocess.run(["make", "-s", "-o", str(stamp), "student-kit", f"KIT={folder}",
+                          f"BIN={Path(sys.executable).parent}", f"STAMP={stamp}"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     return folder
 
