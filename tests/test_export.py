@@ -185,3 +185,13 @@ def test_secret_lines_exclude_lines_shown_elsewhere():
                  "secret_value = compute_it()\n### END SOLUTION",
                  "assert f(1) == 2\n### BEGIN HIDDEN TESTS\nassert f(12345) == 24690\n### END HIDDEN TESTS")
     assert secret_lines(nb) == {"secret_value = compute_it()", "assert f(12345) == 24690"}
+
+
+def test_export_cells_run_into_a_live_package_module(shell, monkeypatch):
+    shell.run_cell("#| default_exp livedemo", cell_id="a")
+    shell.run_cell("#| export\ndef f():\n    return 'from the notebook'", cell_id="b")
+    result = shell.run_cell("from minibert.livedemo import f as g\ng()", cell_id="c")
+    assert result.result == "from the notebook"
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # grading: later cells import the reference package
+    shell.run_cell("#| export\ndef f():\n    return 'changed'", cell_id="b")
+    assert shell.run_cell("import minibert.livedemo\nminibert.livedemo.f()", cell_id="d").result == "from the notebook"

@@ -1,13 +1,18 @@
 # Generated from notebook 01_wordpiece.ipynb by minibert_course.export: edit the notebook, not this file.
+# Generated from notebook 03_attention.ipynb by minibert_course.export: edit the notebook, not this file.
 """minibert: a small, readable BERT whose code students write, chapter by chapter, in the course notebooks."""
 
 from importlib.metadata import PackageNotFoundError, version
 
-from minibert.tokenization import BasicTokenizer, BertTokenizer, WordPieceTokenizer
-
-__all__ = ["BasicTokenizer", "BertTokenizer", "WordPieceTokenizer"]
+from minibert.tokenization import BasicTokenizer as BasicTokenizer  # "X as X": a public re-export
+from minibert.tokenization import BertTokenizer as BertTokenizer
+from minibert.tokenization import WordPieceTokenizer as WordPieceTokenizer
 
 try:
     __version__ = version("minibert")
 except PackageNotFoundError:  # imported from a source tree that is not installed
     __version__ = "0.0.0"
+
+
+from minibert.config import BertConfig as BertConfig  # noqa: E402
+from minibert.model import BertModel as BertModel  # noqa: E402

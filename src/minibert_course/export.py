@@ -15,9 +15,12 @@ saves on its own schedule, and exporting a stale file would silently lose the st
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
+import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,16 +163,42 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
 
 @dataclass
 class CellTracker:
-    """Records the source of every cell the kernel runs, by cell id when the frontend sends one."""
+    """Records the source of every cell the kernel runs, by cell id when the frontend sends one.
+
+    It also keeps the package in step with the notebook: after an export cell runs, its code is executed into a
+    live `minibert.<module>`, so a later cell's `from minibert.attention import ...` gets the code you just ran,
+    not the stub in your kit. While nbgrader grades, this is off: later cells then import the reference package,
+    and a mistake in one exercise costs no points in the next.
+    """
 
     by_id: dict[str, str] = field(default_factory=dict)
     sources: set[str] = field(default_factory=set)
+    default_module: str | None = None
+    live: dict[str, types.ModuleType] = field(default_factory=dict)
 
     def pre_run_cell(self, info) -> None:  # IPython's ExecutionInfo
         cell_id = getattr(info, "cell_id", None)
         if cell_id:
             self.by_id[cell_id] = info.raw_cell
         self.sources.add(info.raw_cell)
+
+    def post_run_cell(self, result) -> None:  # IPython's ExecutionResult
+        directives, body = parse_directives(result.info.raw_cell)
+        self.default_module = directives.get("default_exp") or self.default_module
+        module = directives.get("export", None)
+        module = (module or self.default_module) if module is not None else None
+        if not result.success or not module or module == INIT or os.environ.get("NBGRADER_EXECUTION"):
+            return
+        name = f"{PACKAGE}.{module}"
+        live = self.live.get(module)
+        if live is None or sys.modules.get(name) is not live:
+            live = self.live[module] = types.ModuleType(name, f"{name}, live from the notebook's cells")
+            sys.modules[name] = live
+            try:
+                setattr(importlib.import_module(PACKAGE), module, live)  # `minibert.<module>` as an attribute too
+            except Exception:  # noqa: BLE001 (a broken package must not break the notebook; imports still work)
+                pass
+        exec(compile(strip_solution_markers(body), f"<{name} cell>", "exec"), live.__dict__)
 
 
 _tracker: CellTracker | None = None
@@ -189,6 +218,7 @@ def track_cells(shell=None) -> CellTracker | None:
     if _tracker is None or getattr(shell, "_minibert_tracker", None) is not _tracker:
         _tracker = CellTracker()
         shell.events.register("pre_run_cell", _tracker.pre_run_cell)
+        shell.events.register("post_run_cell", _tracker.post_run_cell)
         shell._minibert_tracker = _tracker
     return _tracker
 

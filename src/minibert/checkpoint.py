@@ -1,0 +1,113 @@
+# Generated from notebook 03_attention.ipynb by minibert_course.export: edit the notebook, not this file.
+"""Hugging Face-compatible checkpoints: from_pretrained / save_pretrained (chapter 03).
+
+Why strict: a checkpoint whose keys or shapes do not match the model must fail, naming the key. Loading with
+`strict=False` and carrying on with random weights is the classic silent bug of weight porting.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from minibert.config import BertConfig
+
+LEGACY_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")  # saved by old transformers, not weights
+
+
+def load_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors of model.safetensors (preferred) or pytorch_model.bin in `folder`."""
+    folder = Path(folder)
+    if (folder / "model.safetensors").exists():
+        return load_file(str(folder / "model.safetensors"))
+    if (folder / "pytorch_model.bin").exists():
+        return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    raise FileNotFoundError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+
+
+def adapt_keys(state: dict[str, torch.Tensor], expected: set[str], prefix: str) -> dict[str, torch.Tensor]:
+    """Add or remove the base-model prefix (`bert.`) so the checkpoint's keys can meet the model's.
+
+    A bare BertModel has keys without the prefix; task models hold it under `bert.`. Heads the model does not have
+    (e.g. `cls.*` when loading a pretraining checkpoint into BertModel) are dropped: they are not part of it.
+    """
+    state = {k: v for k, v in state.items() if not k.endswith(LEGACY_BUFFERS)}
+    model_prefixed = any(k.startswith(prefix) for k in expected)
+    ckpt_prefixed = any(k.startswith(prefix) for k in state)
+    if ckpt_prefixed and not model_prefixed:
+        return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    if model_prefixed and not ckpt_prefixed:
+        return {(prefix + k if prefix + k in expected else k): v for k, v in state.items()}
+    return state
+
+
+def check_state_dict(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Raise, naming the key, unless `state` has exactly the model's keys with the model's shapes."""
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise KeyError(
+            f"checkpoint and model disagree: missing {missing[:5]}{' ...' if len(missing) > 5 else ''}, "
+            f"unexpected {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}"
+        )
+    for key, tensor in state.items():
+        if tuple(tensor.shape) != tuple(expected[key].shape):
+            hint = " (vocabulary size: use the tokenizer and config.json of this checkpoint)" if (
+                key.endswith("word_embeddings.weight")) else ""
+            raise ValueError(
+                f"{key}: checkpoint has shape {tuple(tensor.shape)}, model expects {tuple(expected[key].shape)}{hint}"
+            )
+
+
+class PreTrainedMixin:
+    """Weight initialization, parameter counting, and Hugging Face-compatible load/save for minibert models."""
+
+    base_model_prefix = "bert"
+
+    def init_weights(self) -> None:
+        """Hugging Face's BERT initialization: normal(0, initializer_range), zero biases, LayerNorm = identity."""
+        std = self.config.initializer_range
+        for module in self.modules():
+            if isinstance(module, torch.nn.Linear):
+                torch.nn.init.normal_(module.weight, std=std)
+                if module.bias is not None:
+                    torch.nn.init.zeros_(module.bias)
+            elif isinstance(module, torch.nn.Embedding):
+                torch.nn.init.normal_(module.weight, std=std)
+                if module.padding_idx is not None and module.weight.device.type != "meta":
+                    with torch.no_grad():
+                        module.weight[module.padding_idx].zero_()
+            elif isinstance(module, torch.nn.LayerNorm):
+                torch.nn.init.ones_(module.weight)
+                torch.nn.init.zeros_(module.bias)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, **kwargs):
+        """Build the model from `folder`/config.json and load its weights (strictly)."""
+        folder = Path(folder)
+        if not (folder / "config.json").exists():
+            raise FileNotFoundError(f"{folder / 'config.json'} does not exist: not a Hugging Face model folder")
+        model = cls(BertConfig.from_json_file(folder / "config.json"), **kwargs)
+        expected = set(model.state_dict())
+        state = adapt_keys(load_state_dict(folder), expected, cls.base_model_prefix + ".")
+        check_state_dict(model, state)
+        model.load_state_dict(state, strict=True)
+        return model.eval()
+
+    def save_pretrained(self, folder: str | Path) -> Path:
+        """Write config.json and model.safetensors that `transformers` (and minibert) load."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.config.to_json_file(folder / "config.json", architectures=[type(self).__name__])
+        state = {k: v.detach().contiguous() for k, v in self.state_dict().items()}
+        tmp = folder / "model.safetensors.tmp"
+        save_file(state, str(tmp), metadata={"format": "pt"})
+        os.replace(tmp, folder / "model.safetensors")  # atomic: an interrupted save leaves the old file
+        return folder

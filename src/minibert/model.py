@@ -1,0 +1,136 @@
+# Generated from notebook 03_attention.ipynb by minibert_course.export: edit the notebook, not this file.
+"""BertModel: embeddings, a stack of post-LN encoder layers, and the pooler (chapter 03).
+
+Why the class nesting looks like this: it reproduces the checkpoint key paths of Google's BERT and Hugging Face
+(`encoder.layer.N.attention.self.query`, `intermediate.dense`, `output.LayerNorm`, `pooler.dense`), so that weights
+load both ways without renaming. Loading and saving live in `minibert.checkpoint`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minibert.attention import BertAttention, BertResidual, padding_mask
+from minibert.checkpoint import PreTrainedMixin
+from minibert.config import BertConfig
+from minibert.embeddings import BertEmbeddings
+
+ACTIVATIONS = {
+    "gelu": F.gelu,  # exact erf form, Hugging Face's "gelu"
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+}
+
+
+class BertIntermediate(nn.Module):
+    """The widening half of the feed-forward block: dense H -> 4H, then GELU."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.dense(x))  # (B, T, I)
+
+
+class BertLayer(nn.Module):
+    """One post-LN encoder layer: attention block, then feed-forward block, each with residual + LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertResidual(config.intermediate_size, config)
+
+    def forward(self, hidden_states, mask=None, output_attentions=False):
+        """(B, T, H) -> (B, T, H), attention probabilities (B, A, T, T) or None."""
+        attended, probs = self.attention(hidden_states, mask, output_attentions)  # LayerNorm(x + Attn(x))
+        return self.output(self.intermediate(attended), attended), probs  # LayerNorm(h + FFN(h))
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+
+class BertPooler(nn.Module):
+    """dense + tanh on the final [CLS] state: the sentence vector that classification heads read."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden_states[:, 0]))  # (B, H)
+
+
+@dataclass
+class BaseModelOutputWithPooling:
+    """Field names as in transformers."""
+
+    last_hidden_state: torch.Tensor  # (B, T, H)
+    pooler_output: torch.Tensor | None = None  # (B, H)
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # L + 1 times (B, T, H): embeddings, then each layer
+    attentions: tuple[torch.Tensor, ...] | None = None  # L times (B, A, T, T)
+
+
+class BertModel(PreTrainedMixin, nn.Module):
+    """The bidirectional encoder: embeddings -> L post-LN layers -> pooler.
+
+    Args:
+        config: the sizes.
+        add_pooling_layer: False for models that never read the pooled [CLS] vector.
+    """
+
+    base_model_prefix = "bert"
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> BaseModelOutputWithPooling:
+        """input_ids, attention_mask (1 = piece, 0 = padding), token_type_ids: (B, T)."""
+        if input_ids.max() >= self.config.vocab_size or input_ids.min() < 0:
+            raise ValueError(
+                f"input id {int(input_ids.max())} is outside the model's vocabulary of {self.config.vocab_size}: "
+                "the tokenizer and the checkpoint do not match"
+            )
+        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
+        mask = None if attention_mask is None else padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
+        hidden, attentions = [x], []
+        for layer in self.encoder.layer:
+            x, probs = layer(x, mask, output_attentions)
+            hidden.append(x)
+            attentions.append(probs)
+        return BaseModelOutputWithPooling(
+            last_hidden_state=x,
+            pooler_output=self.pooler(x) if self.pooler is not None else None,
+            hidden_states=tuple(hidden) if output_hidden_states else None,
+            attentions=tuple(attentions) if output_attentions else None,
+        )
+
+
+def count_parameters(config: BertConfig) -> int:
+    """Parameters of BertModel(config), counted on the meta device (no memory is allocated)."""
+    with torch.device("meta"):
+        model = BertModel(config)
+    return sum(p.numel() for p in model.parameters())
