@@ -14,7 +14,7 @@ import sys
 
 import nbformat
 import pytest
-from conftest import ROOT, filled_submission, read
+from conftest import ROOT, SOLUTIONS, filled_submission, read
 
 from minibert_course.nbgrader_ext import secret_lines
 
@@ -34,44 +34,53 @@ def package_digest() -> str:
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
 
 
+CHAPTERS = [p.stem for p in SOLUTIONS]
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    """One `grade.py` run over every chapter: alice submits the solutions, bob the untouched release notebooks,
+    carol chapter 01 with one exercise wrong, dave a chapter 01 file that is not a notebook."""
     subs = tmp_path_factory.mktemp("submissions")
-    release = ROOT / "notebooks" / f"{CHAPTER}.ipynb"
-    solution = ROOT / "solutions" / f"{CHAPTER}.ipynb"
-    cases = {
-        "alice_solution": filled_submission(release, solution),
-        "bob_untouched": read(release),
-        "carol_one_wrong": filled_submission(release, solution, {"input-format-solution": WRONG_INPUT_FORMAT}),
-    }
-    for student, nb in cases.items():
-        (subs / student / CHAPTER).mkdir(parents=True)
-        nbformat.write(nb, subs / student / CHAPTER / f"{CHAPTER}.ipynb")
+
+    def submit(student: str, chapter: str, nb) -> None:
+        (subs / student / chapter).mkdir(parents=True)
+        nbformat.write(nb, subs / student / chapter / f"{chapter}.ipynb")
+
+    for chapter in CHAPTERS:
+        release, solution = ROOT / "notebooks" / f"{chapter}.ipynb", ROOT / "solutions" / f"{chapter}.ipynb"
+        submit("alice_solution", chapter, filled_submission(release, solution))
+        submit("bob_untouched", chapter, read(release))
+    submit("carol_one_wrong", CHAPTER, filled_submission(ROOT / "notebooks" / f"{CHAPTER}.ipynb",
+                                                         ROOT / "solutions" / f"{CHAPTER}.ipynb",
+                                                         {"input-format-solution": WRONG_INPUT_FORMAT}))
     (subs / "dave_malformed" / CHAPTER).mkdir(parents=True)
     (subs / "dave_malformed" / CHAPTER / f"{CHAPTER}.ipynb").write_text('{"cells": [', encoding="utf-8")
     course = tmp_path_factory.mktemp("course")
     before = package_digest()
     run = subprocess.run([sys.executable, str(ROOT / "autograder" / "grade.py"), "--course", str(course),
-                          "--submissions", str(subs), "--assignment", CHAPTER],
-                         capture_output=True, text=True, timeout=1200)
+                          "--submissions", str(subs)], capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout + run.stderr
-    rows = {r["student"]: r for r in csv.DictReader(open(course / "grades.csv", encoding="utf-8"))}
+    rows = {(r["student"], r["assignment"]): r for r in csv.DictReader(open(course / "grades.csv", encoding="utf-8"))}
     return course, rows, before, run.stdout
 
 
-def max_points() -> float:
-    return sum(c.metadata["nbgrader"].get("points", 0) for c in read(ROOT / "solutions" / f"{CHAPTER}.ipynb").cells
+def max_points(chapter: str) -> float:
+    return sum(c.metadata["nbgrader"].get("points", 0) for c in read(ROOT / "solutions" / f"{chapter}.ipynb").cells
                if c.metadata.get("nbgrader", {}).get("grade"))
 
 
-def test_solution_gets_full_marks(graded):
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solution_gets_full_marks(graded, chapter):
     _, rows, _, out = graded
-    assert float(rows["alice_solution"]["score"]) == max_points() == float(rows["alice_solution"]["max_score"]), out
+    row = rows[("alice_solution", chapter)]
+    assert float(row["score"]) == max_points(chapter) == float(row["max_score"]) > 0, out
 
 
-def test_untouched_release_gets_zero(graded):
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_untouched_release_gets_zero(graded, chapter):
     _, rows, _, out = graded
-    assert float(rows["bob_untouched"]["score"]) == 0.0, out
+    assert float(rows[("bob_untouched", chapter)]["score"]) == 0.0, out
 
 
 def test_one_wrong_exercise_loses_exactly_its_points(graded):
@@ -80,21 +89,22 @@ def test_one_wrong_exercise_loses_exactly_its_points(graded):
     lost = sum(c.metadata["nbgrader"]["points"] for c in points.cells
                if c.metadata.get("nbgrader", {}).get("grade_id") == "test-input-format")
     assert lost == 2
-    assert float(rows["carol_one_wrong"]["score"]) == max_points() - lost, out
+    assert float(rows[("carol_one_wrong", CHAPTER)]["score"]) == max_points(CHAPTER) - lost, out
+    assert ("carol_one_wrong", "02_embeddings") not in rows, "a chapter not submitted is not graded"
 
 
 def test_malformed_submission_is_reported_and_others_graded(graded):
     _, rows, _, out = graded
-    assert rows["dave_malformed"]["score"] == ""
-    assert "not a notebook file" in rows["dave_malformed"]["problem"]
-    assert "NOT GRADED" in out and rows["alice_solution"]["score"] != ""
+    assert rows[("dave_malformed", CHAPTER)]["score"] == ""
+    assert "not a notebook file" in rows[("dave_malformed", CHAPTER)]["problem"]
+    assert "NOT GRADED" in out and rows[("alice_solution", CHAPTER)]["score"] != ""
 
 
 def test_feedback_hides_hidden_tests_and_solutions(graded):
     course, _, _, _ = graded
     secrets = secret_lines(read(ROOT / "solutions" / f"{CHAPTER}.ipynb"))
     assert len(secrets) > 20
-    pages = list((course / "feedback").rglob("*.html"))
+    pages = list((course / "feedback").rglob(f"{CHAPTER}.html"))
     assert {p.parent.parent.name for p in pages} >= {"alice_solution", "bob_untouched", "carol_one_wrong"}
     import html
 
@@ -113,6 +123,22 @@ def test_feedback_hides_hidden_tests_and_solutions(graded):
             assert text.count("B and its [SEP] are segment 1") == 1  # the test's source only, not its error
         if student == "alice_solution":
             assert hide_note not in text
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_feedback_reveals_a_chapters_solutions_or_hidden_tests(graded, chapter):
+    import html
+
+    course, _, _, _ = graded
+    secrets = secret_lines(read(ROOT / "solutions" / f"{chapter}.ipynb"))
+    pages = list((course / "feedback").rglob(f"{chapter}.html"))
+    assert len(pages) >= 2 and len(secrets) >= 10
+    for page in pages:
+        text = html.unescape(page.read_text(encoding="utf-8"))
+        assert "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
+        if page.parent.parent.name == "bob_untouched":
+            leaked = [s for s in secrets if s in text]
+            assert not leaked, leaked[:3]
 
 
 def test_grading_does_not_touch_the_reference_package(graded):
