@@ -105,9 +105,15 @@ class PreTrainedMixin:
         """Write config.json and model.safetensors that `transformers` (and minibert) load."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        self.config.to_json_file(folder / "config.json", architectures=[type(self).__name__])
         state = {k: v.detach().contiguous() for k, v in self.state_dict().items()}
-        tmp = folder / "model.safetensors.tmp"
-        save_file(state, str(tmp), metadata={"format": "pt"})
-        os.replace(tmp, folder / "model.safetensors")  # atomic: an interrupted save leaves the old file
+        weights_tmp, config_tmp = folder / "model.safetensors.tmp", folder / "config.json.tmp"
+        try:  # write both files aside, then swap them in: an interrupted save leaves the old pair intact
+            save_file(state, str(weights_tmp), metadata={"format": "pt"})
+            self.config.to_json_file(config_tmp, architectures=[type(self).__name__])
+        except BaseException:
+            weights_tmp.unlink(missing_ok=True)
+            config_tmp.unlink(missing_ok=True)
+            raise
+        os.replace(weights_tmp, folder / "model.safetensors")
+        os.replace(config_tmp, folder / "config.json")
         return folder

@@ -109,9 +109,10 @@ class BertModel(PreTrainedMixin, nn.Module):
         output_hidden_states: bool = False,
     ) -> BaseModelOutputWithPooling:
         """input_ids, attention_mask (1 = piece, 0 = padding), token_type_ids: (B, T)."""
-        if input_ids.max() >= self.config.vocab_size or input_ids.min() < 0:
+        bad = input_ids[(input_ids < 0) | (input_ids >= self.config.vocab_size)]
+        if bad.numel():
             raise ValueError(
-                f"input id {int(input_ids.max())} is outside the model's vocabulary of {self.config.vocab_size}: "
+                f"input id {int(bad[0])} is outside the model's vocabulary of {self.config.vocab_size} ids: "
                 "the tokenizer and the checkpoint do not match"
             )
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
