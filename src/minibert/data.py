@@ -207,14 +207,15 @@ def create_nsp_instances(
 def pad_and_stack(
     instances: Sequence[NSPInstance], cls_id: int, sep_id: int, pad_id: int, max_length: int | None = None
 ) -> dict[str, torch.Tensor]:
-    """A padded batch: input_ids, token_type_ids, attention_mask, special_tokens_mask (B, T), next_sentence_label (B,)."""
+    """A padded batch: input_ids, token_type_ids, attention_mask, special_tokens_mask (B, T);
+    next_sentence_label (B,)."""
     rows = [[cls_id, *inst.tokens_a, sep_id, *inst.tokens_b, sep_id] for inst in instances]
     T = max_length or max(len(r) for r in rows)
     batch = {k: torch.zeros(len(rows), T, dtype=torch.long) for k in
              ("input_ids", "token_type_ids", "attention_mask", "special_tokens_mask")}
     batch["input_ids"].fill_(pad_id)
     batch["special_tokens_mask"].fill_(1)
-    for r, (row, inst) in enumerate(zip(rows, instances)):
+    for r, (row, inst) in enumerate(zip(rows, instances, strict=True)):
         n, a = len(row), len(inst.tokens_a) + 2
         batch["input_ids"][r, :n] = torch.tensor(row)
         batch["token_type_ids"][r, a:n] = 1
