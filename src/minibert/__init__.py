@@ -1,5 +1,6 @@
 # Generated from notebook 01_wordpiece.ipynb by minibert_course.export: edit the notebook, not this file.
 # Generated from notebook 03_attention.ipynb by minibert_course.export: edit the notebook, not this file.
+# Generated from notebook 06_pretraining.ipynb by minibert_course.export: edit the notebook, not this file.
 """minibert: a small, readable BERT whose code students write, chapter by chapter, in the course notebooks."""
 
 from importlib.metadata import PackageNotFoundError, version
@@ -16,3 +17,7 @@ except PackageNotFoundError:  # imported from a source tree that is not installe
 
 from minibert.config import BertConfig as BertConfig  # noqa: E402
 from minibert.model import BertModel as BertModel  # noqa: E402
+
+
+from minibert.heads import BertForMaskedLM as BertForMaskedLM  # noqa: E402
+from minibert.heads import BertForPreTraining as BertForPreTraining  # noqa: E402

@@ -67,13 +67,16 @@ class PreTrainedMixin:
     """Weight initialization, parameter counting, and Hugging Face-compatible load/save for minibert models."""
 
     base_model_prefix = "bert"
+    tied_weights: dict[str, str] = {}  # key -> the key whose tensor it shares (not saved twice)
 
     def init_weights(self) -> None:
         """Hugging Face's BERT initialization: normal(0, initializer_range), zero biases, LayerNorm = identity."""
         std = self.config.initializer_range
+        embedding_weights = {id(m.weight) for m in self.modules() if isinstance(m, torch.nn.Embedding)}
         for module in self.modules():
             if isinstance(module, torch.nn.Linear):
-                torch.nn.init.normal_(module.weight, std=std)
+                if id(module.weight) not in embedding_weights:  # a decoder tied to the embeddings keeps them
+                    torch.nn.init.normal_(module.weight, std=std)
                 if module.bias is not None:
                     torch.nn.init.zeros_(module.bias)
             elif isinstance(module, torch.nn.Embedding):
@@ -97,6 +100,9 @@ class PreTrainedMixin:
         model = cls(BertConfig.from_json_file(folder / "config.json"), **kwargs)
         expected = set(model.state_dict())
         state = adapt_keys(load_state_dict(folder), expected, cls.base_model_prefix + ".")
+        for tied, source in getattr(model, "tied_weights", {}).items():  # saved once, under the source's name
+            if tied not in state and source in state:
+                state[tied] = state[source]
         check_state_dict(model, state)
         model.load_state_dict(state, strict=True)
         return model.eval()
@@ -105,7 +111,8 @@ class PreTrainedMixin:
         """Write config.json and model.safetensors that `transformers` (and minibert) load."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().contiguous() for k, v in self.state_dict().items()}
+        tied = getattr(self, "tied_weights", {})  # e.g. the MLM decoder = the word embeddings: store it once
+        state = {k: v.detach().contiguous() for k, v in self.state_dict().items() if k not in tied}
         weights_tmp, config_tmp = folder / "model.safetensors.tmp", folder / "config.json.tmp"
         try:  # write both files aside, then swap them in: an interrupted save leaves the old pair intact
             save_file(state, str(weights_tmp), metadata={"format": "pt"})

@@ -133,9 +133,9 @@ def mask_tokens(
         candidates &= attention_mask.bool()
     if mode == "fixed":
         targets = _fixed_count_targets(candidates, mlm_probability, max_predictions, word_ids, generator)
-    elif word_ids is not None:  # Bernoulli over words: a word's pieces share one draw
-        draws = torch.rand(int(word_ids.max()) + 2, generator=generator) < mlm_probability
-        targets = candidates & draws[word_ids.clamp(min=-1) + 1]
+    elif word_ids is not None:  # Bernoulli over words: a word's pieces share one draw (per row)
+        draws = torch.rand(input_ids.shape[0], int(word_ids.max()) + 2, generator=generator) < mlm_probability
+        targets = candidates & draws.gather(1, word_ids.long().clamp(min=-1) + 1)  # (B, T)
     else:
         targets = bernoulli_targets(candidates, mlm_probability, generator)
     labels = torch.where(targets, input_ids, torch.full_like(input_ids, IGNORE_INDEX))

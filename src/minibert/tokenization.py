@@ -9,6 +9,7 @@ Why from scratch: the tokenizer decides what the model can see. Writing greedy l
 from __future__ import annotations
 
 import importlib.util
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -185,6 +186,9 @@ class Encoding:
     attention_mask: list[int]
 
 
+_SPECIAL_SPLIT = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
+
+
 class BertTokenizer:
     """Text -> BERT input: basic tokenizer, WordPiece, `[CLS] A [SEP] B [SEP]`, ids (chapter 01).
 
@@ -213,7 +217,14 @@ class BertTokenizer:
         return len(self.vocab)
 
     def tokenize(self, text: str) -> list[str]:
-        return [piece for word in self.basic.tokenize(text) for piece in self.wordpiece.tokenize_word(word)]
+        """Pieces of `text`; special tokens written in it (`[MASK]`, `[SEP]`, ...) are kept whole, as in HF."""
+        pieces = []
+        for part in _SPECIAL_SPLIT.split(text):
+            if part in SPECIAL_TOKENS:
+                pieces.append(part)
+            elif part:
+                pieces.extend(p for word in self.basic.tokenize(part) for p in self.wordpiece.tokenize_word(word))
+        return pieces
 
     def convert_tokens_to_ids(self, tokens: Sequence[str]) -> list[int]:
         unk = self.vocab[UNK]
