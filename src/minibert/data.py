@@ -48,16 +48,16 @@ def read_text_file(path: str | Path) -> str:
 
 _ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "u.s", "no", "fig",
                   "c", "ca", "approx", "inc", "ltd", "co", "mt", "gen", "col", "lt", "sgt", "rev", "vol"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])([\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9])")  # group 1: closing quotes
 
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a paragraph: split after . ! ? before a capital/digit, not after an abbreviation or initial."""
     sentences, start = [], 0
     for match in _SENTENCE_END.finditer(text):
-        candidate = text[start:match.start()].strip()
-        last_word = candidate.rsplit(" ", 1)[-1].rstrip(".!?").lower()
-        if last_word in _ABBREVIATIONS or len(last_word) == 1:  # "Dr. Smith", "J. Smith"
+        candidate = text[start:match.end(1)].strip()  # the sentence keeps its closing quote or bracket
+        last_word = candidate.rsplit(" ", 1)[-1].rstrip("\"')]").rstrip(".!?").lower()
+        if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):  # "Dr. Smith", "J. Smith"
             continue
         sentences.append(candidate)
         start = match.end()
@@ -83,8 +83,8 @@ def split_document(text: str) -> list[str]:
 
 
 def load_documents(source: str | Path | Iterable[str] = "wikipedia", limit: int | None = None) -> list[list[str]]:
-    """Documents (lists of sentences) from "wikipedia" (gensim's sample), a folder of .txt files, a .txt file
-    (documents separated by blank lines... each paragraph block is one document), or an iterable of texts."""
+    """Documents (lists of sentences) from "wikipedia" (gensim's sample), a folder of .txt files (one document per
+    file), a single .txt file (one document), or an iterable of texts (one document each)."""
     if isinstance(source, str) and source == "wikipedia":
         from minibert.corpus import load_wikipedia_sample
 

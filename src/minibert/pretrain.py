@@ -182,23 +182,29 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
                         {"step": step, "history": history, "elapsed": time.perf_counter() - start})
 
     loss_value = float("nan")
-    while step < cfg.max_steps and time.perf_counter() - start < limit:
-        collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed * 7919 + step))
-        batch = collate(batches_for_step(train_set, step, cfg.batch_size, cfg.seed))
-        out_step = model(**batch, targets_only=True)
-        optimizer.zero_grad(set_to_none=True)
-        out_step.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        loss_value = out_step.loss.item()
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss_value:.3f}")
-        if step % cfg.eval_every == 0:
-            record(loss_value)
-        if step % cfg.checkpoint_every == 0:
-            checkpoint_now()
+    try:
+        while step < cfg.max_steps and time.perf_counter() - start < limit:
+            collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed * 7919 + step))
+            batch = collate(batches_for_step(train_set, step, cfg.batch_size, cfg.seed))
+            out_step = model(**batch, targets_only=True)
+            optimizer.zero_grad(set_to_none=True)
+            out_step.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            loss_value = out_step.loss.item()
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_value:.3f}")
+            if step % cfg.eval_every == 0:
+                record(loss_value)
+            if step % cfg.checkpoint_every == 0:
+                checkpoint_now()
+    except KeyboardInterrupt:  # Ctrl+C / "interrupt kernel": keep what was trained, then stop
+        checkpoint_now()
+        bar.close()
+        print(f"interrupted at step {step}: checkpoint saved in {out / 'checkpoint'}; run again to resume")
+        raise
     bar.close()
     if not history or history[-1]["step"] != step:
         record(loss_value)
