@@ -117,13 +117,16 @@ def no_dropout(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(BertConfig, "tiny", staticmethod(tiny_without_dropout))
 
 
-def recorded_run(cfg: PretrainConfig, interrupt_at: int | None = None) -> dict:
+def recorded_run(cfg: PretrainConfig, interrupt_at: int | None = None, ctrl_c_at: int | None = None) -> dict:
     """Run train(cfg) and record, for every optimizer step, the training batch and the learning rate used.
-    With `interrupt_at`, the run stops (an exception) right after writing the checkpoint of that step."""
-    log = {"batches": [], "lrs": [], "result": None}
+    With `interrupt_at`, the run stops (an exception) right after writing the checkpoint of that step; with
+    `ctrl_c_at`, a KeyboardInterrupt arrives during the forward pass of that step (0-based)."""
+    log = {"batches": [], "lrs": [], "result": None, "ctrl_c": False}
     real_forward, real_save = BertForPreTraining.forward, pretrain.save_checkpoint
 
     def forward(self, *args, **kwargs):
+        if self.training and len(log["batches"]) == ctrl_c_at:
+            raise KeyboardInterrupt
         if self.training:
             log["batches"].append({k: kwargs[k].clone() for k in ("input_ids", "labels", "next_sentence_label")})
         return real_forward(self, *args, **kwargs)
@@ -143,15 +146,22 @@ def recorded_run(cfg: PretrainConfig, interrupt_at: int | None = None) -> dict:
                 log["result"] = train(cfg, progress=False)
             except Interrupted:
                 pass
+            except KeyboardInterrupt:
+                log["ctrl_c"] = True
     finally:
         hook.remove()
     return log
 
 
 def resume_runs(root: Path, **overrides) -> dict:
-    """Run A: 10 steps straight. Run B: the same configuration, killed after its step-6 checkpoint, then resumed."""
+    """Run A: 10 steps straight. Run B: the same configuration, killed after its step-6 checkpoint, then resumed.
+
+    B starts from A's vocab.txt: training a WordPiece vocabulary with `tokenizers` is not deterministic (hash-map
+    order breaks count ties, huggingface/tokenizers#1794), so two fresh runs would not even share their pieces."""
     settings = dict(max_steps=10, checkpoint_every=3, **overrides)
     a = recorded_run(tiny(root / "a", **settings))
+    (root / "b").mkdir()
+    shutil.copy(root / "a" / "vocab.txt", root / "b" / "vocab.txt")
     b1 = recorded_run(tiny(root / "b", **settings), interrupt_at=6)
     assert b1["result"] is None and (root / "b" / "checkpoint" / "trainer_state.pt").exists()
     b2 = recorded_run(tiny(root / "b", **settings))
@@ -219,6 +229,27 @@ def test_resume_without_dropout_is_bit_exact(resumed_without_dropout):
     assert diffs[worst] == 0.0, (
         f"resumed weights differ from the straight run's by up to {diffs[worst]:.3g} ({worst}); see "
         "test_learning_rate_follows_the_schedule_straight_and_resumed for the cause")
+
+
+def test_ctrl_c_saves_a_checkpoint_that_resumes(resumed, tmp_path, capsys):
+    """Ctrl+C during step 6 keeps steps 0..5: a checkpoint at step 6, then the resumed run trains steps 6..9 on
+    the straight run's batches."""
+    cfg = resumed["cfg"]
+    out = tmp_path / "c"
+    out.mkdir()
+    shutil.copy(Path(cfg.out_dir) / "vocab.txt", out / "vocab.txt")
+    settings = dict(max_steps=10, checkpoint_every=3)
+    first = recorded_run(tiny(out, **settings), ctrl_c_at=6)
+    assert first["ctrl_c"], "KeyboardInterrupt should reach the caller after the checkpoint is saved"
+    assert "interrupted at step 6" in capsys.readouterr().out
+    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    assert state["step"] == 6 and [h["step"] for h in state["history"]] == [5]
+    assert not (out / "checkpoint-new").exists() and not (out / "checkpoint-old").exists()
+    second = recorded_run(tiny(out, **settings))
+    assert second["result"]["step"] == 10 and len(second["batches"]) == 4
+    for step, (x, y) in enumerate(zip(resumed["a"]["batches"][6:], second["batches"], strict=True), start=6):
+        for key in x:
+            assert torch.equal(x[key], y[key]), f"step {step}: {key} differs from the straight run"
 
 
 def test_batches_for_step_visits_each_instance_once_per_epoch():

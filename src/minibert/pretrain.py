@@ -164,7 +164,10 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         optimizer.load_state_dict(state["optimizer"])
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         scheduler.load_state_dict(state["scheduler"])
+        for group, lr in zip(optimizer.param_groups, scheduler.get_last_lr(), strict=True):
+            group["lr"] = lr  # a new LambdaLR resets the rates to step 0's; the loaded state does not restore them
         step, history, elapsed = state["step"], state["history"], state["elapsed"]
+        torch.set_rng_state(state["torch_rng"])  # dropout continues with the random stream it would have had
     eval_collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7))
     eval_batches = [eval_collate(eval_set[i * cfg.batch_size:(i + 1) * cfg.batch_size])
                     for i in range(min(cfg.eval_batches, max(1, len(eval_set) // cfg.batch_size)))]
@@ -179,7 +182,8 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
 
     def checkpoint_now() -> None:
         save_checkpoint(out / "checkpoint", model, optimizer, scheduler, out / "vocab.txt",
-                        {"step": step, "history": history, "elapsed": time.perf_counter() - start})
+                        {"step": step, "history": history, "elapsed": time.perf_counter() - start,
+                         "torch_rng": torch.get_rng_state()})
 
     loss_value = float("nan")
     try:
