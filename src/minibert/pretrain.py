@@ -126,6 +126,14 @@ def latest_checkpoint(out: Path) -> Path | None:
     return None
 
 
+def make_optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only (biases and LayerNorm parameters are not decayed, as in BERT)."""
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.learning_rate)
+
+
 def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     """Pretrain (or resume) and return the final evaluation figures, the history and the run's timing."""
     from tqdm.auto import tqdm
@@ -141,10 +149,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         intermediate_size=cfg.intermediate_size,
     )
     model = BertForPreTraining(model_config)
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]  # biases and LayerNorm: no weight decay
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.learning_rate)
+    optimizer = make_optimizer(model, cfg)
 
     def schedule(step: int) -> float:  # linear warm-up, then linear decay to 0 at max_steps
         if step < cfg.warmup_steps:
@@ -157,10 +162,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     if checkpoint is not None:
         model = BertForPreTraining.from_pretrained(checkpoint).train()
         state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
-        optimizer = torch.optim.AdamW([{"params": [p for p in model.parameters() if p.ndim >= 2],
-                                        "weight_decay": cfg.weight_decay},
-                                       {"params": [p for p in model.parameters() if p.ndim < 2],
-                                        "weight_decay": 0.0}], lr=cfg.learning_rate)
+        optimizer = make_optimizer(model, cfg)
         optimizer.load_state_dict(state["optimizer"])
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         scheduler.load_state_dict(state["scheduler"])
