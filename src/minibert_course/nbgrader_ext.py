@@ -93,26 +93,27 @@ class HideTestTracebacks(NbGraderPreprocessor):  # NbGraderPreprocessor: enabled
         return cell, resources
 
 
-def secret_lines(nb, min_length: int = 12) -> set[str]:
-    """Lines that only solution regions or hidden tests of a source notebook contain.
+def secret_lines(*notebooks, min_length: int = 12) -> set[str]:
+    """Lines that only solution regions or hidden tests of the source notebooks contain.
 
-    A line also found outside those regions (a shared `return tokens`, a hint in the task) is not secret.
-    Used to prove that no solution or hidden-test text reaches notebooks/, the student kit or feedback.
+    A line also found outside those regions in any of the notebooks (a shared `return x + y`, a hint in the task)
+    is not secret. Used to prove that no solution or hidden-test text reaches notebooks/, the kit or feedback.
     """
     inside: set[str] = set()
     outside: set[str] = set()
     markers = (("BEGIN SOLUTION", "END SOLUTION"), ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS"))
-    for cell in nb.cells:
-        region = None
-        for line in cell.source.split("\n"):
-            text = line.strip()
-            begin = next((end for start, end in markers if start in text), None)
-            if begin:
-                region = begin
-                continue
-            if region and region in text:
-                region = None
-                continue
-            (inside if region else outside).add(text)
+    for nb in notebooks:
+        for cell in nb.cells:
+            region = None
+            for line in cell.source.split("\n"):
+                text = line.strip()
+                begin = next((end for start, end in markers if start in text), None)
+                if begin:
+                    region = begin
+                    continue
+                if region and region in text:
+                    region = None
+                    continue
+                (inside if region else outside).add(text)
     shown = "\n".join(outside)  # the task text may quote a line of the solution on purpose (a hint)
     return {line for line in inside if len(line) >= min_length and not line.startswith("#") and line not in shown}
