@@ -48,3 +48,27 @@ def filled_submission(release: Path, solution: Path, replace: dict[str, str] | N
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+def hf_config(cfg, **extra):
+    """The transformers.BertConfig with the same fields as a minibert BertConfig."""
+    import dataclasses
+
+    import transformers
+
+    return transformers.BertConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}, **extra)
+
+
+def max_diff(a, b) -> float:
+    return (a - b).abs().max().item()
+
+
+@pytest.fixture(scope="module")
+def offline():
+    """No network: the Hugging Face hub is switched to offline mode while a module's models load."""
+    import huggingface_hub.constants
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read once at import time
+        yield

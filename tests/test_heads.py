@@ -8,13 +8,13 @@ Run with `pytest -s` to see the measured differences.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 import transformers
+from conftest import hf_config, max_diff
 from safetensors.torch import load_file
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
@@ -30,25 +30,6 @@ TIED = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
 
 def small_config(**overrides) -> BertConfig:
     return BertConfig(**{**SMALL, **overrides})
-
-
-def hf_config(cfg: BertConfig) -> transformers.BertConfig:
-    return transformers.BertConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
-
-
-def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a - b).abs().max().item()
-
-
-@pytest.fixture(scope="module")
-def offline():
-    """No network: the Hugging Face hub is switched to offline mode while this module's models load."""
-    import huggingface_hub.constants
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-        yield
 
 
 def random_hf(cls, seed: int):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
+from conftest import hf_config, max_diff
 from safetensors.torch import load_file, save_file
 
 import minibert.checkpoint
@@ -33,25 +34,6 @@ ATOL = 1e-5
 
 def small_config(**overrides) -> BertConfig:
     return BertConfig(**{**SMALL, **overrides})
-
-
-def hf_config(cfg: BertConfig, **extra) -> transformers.BertConfig:
-    return transformers.BertConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}, **extra)
-
-
-def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a - b).abs().max().item()
-
-
-@pytest.fixture(scope="module")
-def offline():
-    """No network: the Hugging Face hub is switched to offline mode while this module's models load."""
-    import huggingface_hub.constants
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read once at import time
-        yield
 
 
 @pytest.fixture(scope="module")
