@@ -277,6 +277,15 @@ def test_loss_scores_every_target_not_only_the_masked_ones(pretraining_pair, bat
 # 5. Checkpoints both ways ------------------------------------------------------------------------------------
 
 
+def assert_same_pretraining_outputs(ref, out, route: str) -> None:
+    """transformers' and minibert's BertForPreTraining outputs agree: MLM logits, NSP logits and loss."""
+    d = max_diff(ref.prediction_logits, out.prediction_logits)
+    print(f"\n{route}: max |diff| prediction_logits={d:.3g}")
+    assert d < ATOL
+    assert max_diff(ref.seq_relationship_logits, out.seq_relationship_logits) < ATOL
+    assert abs(ref.loss.item() - out.loss.item()) < ATOL
+
+
 def test_save_pretrained_writes_the_tied_matrix_once_and_transformers_loads_it(offline, batch, tmp_path):
     torch.manual_seed(5)
     mb = BertForPreTraining(small_config(initializer_range=0.3)).eval()
@@ -294,11 +303,7 @@ def test_save_pretrained_writes_the_tied_matrix_once_and_transformers_loads_it(o
     with torch.no_grad():
         ref = hf(**batch)
         out = mb(**batch)
-    d = max_diff(ref.prediction_logits, out.prediction_logits)
-    print(f"\nminibert save -> transformers load: max |diff| prediction_logits={d:.3g}")
-    assert d < ATOL
-    assert max_diff(ref.seq_relationship_logits, out.seq_relationship_logits) < ATOL
-    assert abs(ref.loss.item() - out.loss.item()) < ATOL
+    assert_same_pretraining_outputs(ref, out, "minibert save -> transformers load")
     # and minibert reads its own folder back, tie restored
     again = BertForPreTraining.from_pretrained(tmp_path)
     assert again.cls.predictions.decoder.weight is again.bert.embeddings.word_embeddings.weight
@@ -316,11 +321,7 @@ def test_transformers_save_loads_into_minibert(offline, batch, tmp_path):
     with torch.no_grad():
         ref = hf(**batch)
         out = mb(**batch)
-    d = max_diff(ref.prediction_logits, out.prediction_logits)
-    print(f"\ntransformers save -> minibert load: max |diff| prediction_logits={d:.3g}")
-    assert d < ATOL
-    assert max_diff(ref.seq_relationship_logits, out.seq_relationship_logits) < ATOL
-    assert abs(ref.loss.item() - out.loss.item()) < ATOL
+    assert_same_pretraining_outputs(ref, out, "transformers save -> minibert load")
 
 
 def test_transformers_masked_lm_save_loads_into_minibert(offline, batch, tmp_path):
