@@ -4,21 +4,25 @@ Run nbgrader from the course folder (it reads nbgrader_config.py from the curren
 course's venv `bin` first on PATH (nbgrader runs `alembic` from PATH).
 """
 
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
+    AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
     ClearMarkScheme,
     ClearOutput,
     ComputeChecksums,
     GetGrades,
+    IgnorePattern,
     IncludeHeaderFooter,
     InstantiateTests,
+    LimitOutput,
     LockCells,
+    SaveAutoGrades,
     SaveCells,
 )
 
-from minibert_course.nbgrader_ext import HideTestTracebacks, NamedStubs
+from minibert_course.nbgrader_ext import HideTestTracebacks, NamedStubs, SealedExecute
 
 c = get_config()  # noqa: F821 (injected by traitlets)
 
@@ -42,6 +46,19 @@ c.GenerateAssignment.preprocessors = [
     ClearHiddenTests,
     ClearMarkScheme,
     ComputeChecksums,
+    CheckCellMetadata,
+]
+
+# Autograde runs the submission sealed (minibert_course.sealed): the instructor's notebook with the student's
+# answers, in a sandboxed plain interpreter, instead of nbgrader's Execute (an IPython kernel that the submission
+# could hook). The rest of nbgrader's autograde pipeline is unchanged.
+c.Autograde.autograde_preprocessors = [
+    SealedExecute,
+    IgnorePattern,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
     CheckCellMetadata,
 ]
 

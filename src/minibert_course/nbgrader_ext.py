@@ -117,3 +117,97 @@ def secret_lines(*notebooks, min_length: int = 12) -> set[str]:
                 (inside if region else outside).add(text)
     shown = "\n".join(outside)  # the task text may quote a line of the solution on purpose (a hint)
     return {line for line in inside if len(line) >= min_length and not line.startswith("#") and line not in shown}
+
+
+class SealedExecute(NbGraderPreprocessor):
+    """Autograde's execution step, sealed (see minibert_course.sealed): the instructor's notebook with the
+    student's answers runs in a sandboxed plain interpreter; each test cell's output says whether its asserts
+    ran to the end. Replaces nbgrader's `Execute` in `Autograde.autograde_preprocessors`."""
+
+    from traitlets import Int, Unicode
+
+    uid = Int(61000, help="unprivileged uid the submission runs as").tag(config=True)
+    cell_timeout = Int(120, help="seconds per cell").tag(config=True)
+    total_timeout = Int(900, help="seconds per notebook").tag(config=True)
+    memory_gb = Int(6, help="address-space limit of the submission, GiB").tag(config=True)
+    source_root = Unicode("source", help="instructor notebooks: SOURCE/<assignment>/<notebook>.ipynb").tag(config=True)
+    judge_root = Unicode("judge", help="judge packages: JUDGE/<assignment>/").tag(config=True)
+    report_root = Unicode("judge-reports", help="one JSON report per graded notebook").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        import copy
+        import json
+        from pathlib import Path
+
+        import nbformat
+
+        from minibert_course.sealed import Sandbox, plan_submission, run_cells
+
+        info = resources["nbgrader"]
+        assignment, notebook, student = info["assignment"], info["notebook"], info["student"]
+        source_nb = nbformat.read(Path(self.source_root) / assignment / f"{notebook}.ipynb", as_version=4)
+        plan = plan_submission(source_nb, nb)
+        sandbox = Sandbox(uid=self.uid, memory=self.memory_gb * 2**30)
+        result = run_cells(plan, Path(self.judge_root).resolve() / assignment, sandbox=sandbox,
+                           cell_timeout=self.cell_timeout, total_timeout=self.total_timeout)
+        by_index = {c.index: c for c in result.cells}
+        submitted = {nbgrader_id(c): c for c in nb.cells if nbgrader_id(c)}
+        cells = []
+        for i, planned in enumerate(plan.cells):
+            if planned.source_index is None:  # a cell the student added
+                cell = nbformat.v4.new_code_cell(planned.source)
+            else:
+                original = source_nb.cells[planned.source_index]
+                key = planned.grade_id or planned.cell_id
+                cell = copy.deepcopy(submitted.get(key, original))
+                cell.cell_type = original.cell_type
+                cell.metadata = copy.deepcopy(submitted[key].metadata) if key in submitted else \
+                    copy.deepcopy(original.metadata)
+            cell.source = neutralize_markers(planned.source) if planned.kind == "student" else planned.source
+            if cell.cell_type == "code":
+                cell.outputs = []
+                cell.execution_count = None
+                ran = by_index.get(i)
+                if planned.kind == "demo":
+                    cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                                           text="(a demo cell: not run while grading)\n")]
+                elif ran is not None:
+                    cell.outputs = [nbformat.from_dict(o) for o in graded_outputs(ran)]
+            cells.append(cell)
+        nb.cells = cells
+        report = {"student": student, "assignment": assignment, "notebook": notebook, "seconds": result.seconds,
+                  "flags": result.flags, "review": result.review, "problems": result.problems,
+                  "sandbox": result.sandbox,
+                  "tests": {c.grade_id: c.passed for c in result.cells if c.kind == "test"}}
+        out = Path(self.report_root) / assignment
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / f".{student}.json.tmp"
+        tmp.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        tmp.replace(out / f"{student}.json")
+        return nb, resources
+
+
+def nbgrader_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
+
+
+def neutralize_markers(source: str) -> str:
+    """Student text that quotes nbgrader's markers must not be read as markers by later steps (feedback)."""
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
+                   "BEGIN MARK SCHEME", "END MARK SCHEME"):
+        source = source.replace(marker, marker.replace(" ", "_", 1) + " (quoted by the student)")
+    return source
+
+
+def graded_outputs(ran) -> list[dict]:
+    """A test cell's outputs: the verdict is the judge's; stderr of a passing test does not cost its points."""
+    outputs = []
+    for out in ran.outputs:
+        if ran.kind == "test" and ran.passed and out.get("output_type") == "stream":
+            out = dict(out, name="stdout")
+        if ran.kind == "test" and out.get("output_type") == "execute_result":
+            continue  # no partial credit from a value a test cell leaves behind
+        outputs.append(out)
+    if ran.kind == "test" and not ran.passed and not any(o.get("output_type") == "error" for o in outputs):
+        outputs.append({"output_type": "error", "ename": "TestFailed", "evalue": "", "traceback": []})
+    return outputs

@@ -1,0 +1,250 @@
+"""The mutation catalogue: plausible wrong implementations of every graded exercise, graded for real.
+
+    python autograder/mutation.py [--chapter 04_masking ...] [--quick] [--jobs N] [--table docs/mutation.md]
+
+`autograder/mutants/<chapter>.py` lists, per chapter, wrong implementations (`MUTANTS`: exercise = the grade_id of
+a solution cell, a name, why it is wrong, and (old, new) edits of that cell). For each chapter this builds one
+submission per mutant (the released notebook answered with the solutions, one cell edited) plus the control (the
+solutions unedited), grades them all in ONE `make grade` run (real `nbgrader autograde`, hidden tests included) and
+reports the points each mutant loses. It fails when a mutant keeps full marks or the control loses a point: a
+graded test is only as good as the wrong answers it rejects.
+
+`--quick` skips nbgrader: it runs each mutated solution notebook (hidden tests in place) through the same sealed
+executor the grader uses, and reads the failing test cells. For a fast check while writing tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTANTS_DIR = ROOT / "autograder" / "mutants"
+CONTROL = "control"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+@dataclass
+class Mutant:
+    chapter: str
+    exercise: str  # grade_id of the solution cell
+    name: str
+    why: str
+    edits: list[tuple[str, str]]
+
+    @property
+    def student(self) -> str:
+        return f"mutant-{self.name}"
+
+
+@dataclass
+class Outcome:
+    student: str
+    score: float | None
+    max_score: float
+    failed: list[str] = field(default_factory=list)  # grade_ids of the test cells that lost points
+    problem: str = ""
+
+
+def chapters() -> list[str]:
+    return [p.stem for p in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))]
+
+
+def load_catalogue(chapter: str) -> list[Mutant]:
+    path = MUTANTS_DIR / f"{chapter}.py"
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location(f"mutants_{chapter}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    mutants = [Mutant(chapter, m["exercise"], m["name"], m["why"], [tuple(e) for e in m["edits"]])
+               for m in module.MUTANTS]
+    names = [m.name for m in mutants]
+    bad = [n for n in names if not _NAME.match(n) or names.count(n) > 1]
+    if bad:
+        raise SystemExit(f"{path}: mutant names must be unique and [a-z0-9-]+: {sorted(set(bad))}")
+    return mutants
+
+
+def solution_cells(nb) -> dict[str, nbformat.NotebookNode]:
+    return {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def mutate(source: str, mutant: Mutant) -> str:
+    """The solution cell's source with the mutant's edits; each `old` must occur exactly once."""
+    for old, new in mutant.edits:
+        count = source.count(old)
+        if count != 1:
+            raise SystemExit(
+                f"mutant {mutant.chapter}/{mutant.name}: {old!r} occurs {count} times in {mutant.exercise} "
+                "(must be exactly once): update autograder/mutants/ to the current solution."
+            )
+        if old == new:
+            raise SystemExit(f"mutant {mutant.chapter}/{mutant.name}: an edit changes nothing")
+        source = source.replace(old, new)
+    return source
+
+
+def strip_markers(source: str) -> str:
+    from minibert_course.export import strip_solution_markers
+
+    return strip_solution_markers(source)
+
+
+def submission(chapter: str, mutant: Mutant | None) -> nbformat.NotebookNode:
+    """The released notebook answered with the solutions (markers dropped), the mutant's cell edited."""
+    release = nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)
+    answers = solution_cells(nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4))
+    if mutant is not None and mutant.exercise not in answers:
+        raise SystemExit(f"mutant {chapter}/{mutant.name}: no solution cell {mutant.exercise!r} "
+                         f"(solution cells: {sorted(answers)})")
+    for cell in release.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            source = answers[gid].source
+            if mutant is not None and gid == mutant.exercise:
+                source = mutate(source, mutant)
+            cell.source = strip_markers(source)
+    return release
+
+
+def mutated_solution(chapter: str, mutant: Mutant | None) -> nbformat.NotebookNode:
+    """The solution notebook (hidden tests in place) with the mutant's cell edited: for --quick."""
+    nb = nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if mutant is not None and cell.metadata.get("nbgrader", {}).get("grade_id") == mutant.exercise:
+            cell.source = mutate(cell.source, mutant)
+    return nb
+
+
+def points(chapter: str) -> dict[str, float]:
+    nb = nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"].get("points", 0)) for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+
+
+def run_quick(chapter: str, mutants: list[Mutant]) -> dict[str, Outcome]:
+    from minibert_course.sealed import plan_source_notebook, run_cells
+
+    pts = points(chapter)
+    outcomes = {}
+    for mutant in [None, *mutants]:
+        student = CONTROL if mutant is None else mutant.student
+        nb = mutated_solution(chapter, mutant)
+        plan = plan_source_notebook(nb)
+        result = run_cells(plan)
+        failed = [c.grade_id for c in result.cells if c.grade_id in pts and not c.passed]
+        total = sum(pts.values())
+        outcomes[student] = Outcome(student, total - sum(pts[g] for g in failed), total, failed,
+                                    "; ".join(result.flags))
+        print(f"  {chapter} {student:40s} {outcomes[student].score:g}/{total:g} failed: {failed}", flush=True)
+    return outcomes
+
+
+def run_real(chapter: str, mutants: list[Mutant], work: Path, jobs: int) -> dict[str, Outcome]:
+    sys.path.insert(0, str(ROOT / "autograder"))
+    import grade
+
+    subs = work / "submissions"
+    shutil.rmtree(work, ignore_errors=True)
+    for mutant in [None, *mutants]:
+        student = CONTROL if mutant is None else mutant.student
+        folder = subs / student / chapter
+        folder.mkdir(parents=True)
+        nbformat.write(submission(chapter, mutant), folder / f"{chapter}.ipynb")
+    course = work / "course"
+    report = grade.grade(course, subs, [chapter], jobs=jobs, quiet=True)
+    pts = points(chapter)
+    outcomes = {}
+    for row in report.rows:
+        if row["assignment"] != chapter:
+            continue
+        score = float(row["score"]) if row["score"] != "" else None
+        failed = [gid for gid, got in report.cell_scores.get((row["student"], chapter), {}).items()
+                  if gid in pts and got < pts[gid]]
+        outcomes[row["student"]] = Outcome(row["student"], score, sum(pts.values()), failed, row["problem"])
+    return outcomes
+
+
+def table(chapter: str, mutants: list[Mutant], outcomes: dict[str, Outcome]) -> list[str]:
+    control = outcomes.get(CONTROL)
+    lines = [f"### {chapter}", "",
+             f"Control (the solutions): {control.score:g}/{control.max_score:g}." if control and control.score
+             is not None else "Control: NOT GRADED", "",
+             "| exercise | mutant | what is wrong | score | points lost | failing tests |",
+             "|---|---|---|---|---|---|"]
+    for m in mutants:
+        o = outcomes.get(m.student)
+        if o is None or o.score is None:
+            lines.append(f"| `{m.exercise}` | `{m.name}` | {m.why} | not graded | - | {o.problem if o else ''} |")
+            continue
+        lines.append(f"| `{m.exercise}` | `{m.name}` | {m.why} | {o.score:g}/{o.max_score:g} | "
+                     f"{o.max_score - o.score:g} | {', '.join(f'`{g}`' for g in o.failed)} |")
+    return lines
+
+
+def verdict(chapter: str, mutants: list[Mutant], outcomes: dict[str, Outcome]) -> list[str]:
+    problems = []
+    control = outcomes.get(CONTROL)
+    if control is None or control.score is None or control.score < control.max_score:
+        problems.append(f"{chapter}: the control (solutions) lost points: "
+                        f"{control.score if control else None}, failing {control.failed if control else '?'}")
+    for m in mutants:
+        o = outcomes.get(m.student)
+        if o is None or o.score is None:
+            problems.append(f"{chapter}/{m.name}: not graded ({o.problem if o else 'missing'})")
+        elif o.score >= o.max_score:
+            problems.append(f"{chapter}/{m.name} ({m.exercise}) keeps full marks: {m.why}")
+    exercises = set(solution_cells(nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)))
+    for ex in sorted(exercises):
+        n = sum(m.exercise == ex for m in mutants)
+        if n < 3:
+            problems.append(f"{chapter}: exercise {ex} has {n} mutants (at least 3 needed)")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--chapter", action="append", help="chapters (default: all)")
+    parser.add_argument("--quick", action="store_true", help="no nbgrader: run mutated solution notebooks")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel grading workers")
+    parser.add_argument("--work", type=Path, default=ROOT / "build" / "mutation")
+    parser.add_argument("--table", type=Path, help="write the markdown table here")
+    args = parser.parse_args(argv)
+    selected = args.chapter or chapters()
+    lines, problems = [], []
+    for chapter in selected:
+        mutants = load_catalogue(chapter)
+        start = time.perf_counter()
+        print(f"{chapter}: control + {len(mutants)} mutants ({'quick' if args.quick else 'nbgrader autograde'})",
+              flush=True)
+        if args.quick:
+            outcomes = run_quick(chapter, mutants)
+        else:
+            outcomes = run_real(chapter, mutants, args.work / chapter, args.jobs)
+        print(f"{chapter}: {time.perf_counter() - start:.0f} s", flush=True)
+        lines += table(chapter, mutants, outcomes) + [""]
+        problems += verdict(chapter, mutants, outcomes)
+    text = "\n".join(lines)
+    print(text)
+    if args.table:
+        args.table.parent.mkdir(parents=True, exist_ok=True)
+        args.table.write_text(text + "\n", encoding="utf-8")
+    if problems:
+        print("PROBLEMS:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 1
+    print("every mutant loses points; the control keeps full marks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

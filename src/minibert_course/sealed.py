@@ -1,0 +1,602 @@
+"""Sealed grading: what a submission runs, where it runs, and how a test's verdict reaches the gradebook.
+
+The rules (issue 7), and how each is kept:
+
+1. Only the student's answers come from the submission. The graded notebook is the instructor's: given cells and
+   test cells (hidden tests included) come from the course's source notebook; from the submission we take the
+   answer cells (matched by nbgrader grade_id, else by cell id) and the code cells the student added. Deleted,
+   emptied or edited test cells, changed ids, a wrong kernel or a 50 MB output change nothing.
+2. The answers are screened before they run (`screen`): code that reaches for the grader's machinery (frames,
+   `gc`, `sys.modules`, trace hooks, IPython's transformers and events, `exec`/`eval`, monkeypatching a module,
+   a class that fakes `__eq__`, `os._exit`, `fork`, ...) is not graded: the submission gets 0 and is flagged
+   for review with the reason. Using `transformers` only flags it for review.
+3. The cells run in a plain interpreter (`minibert_course.judge`), not an IPython kernel, so there are no cell
+   transformers, event hooks or exception handlers to register; before and after every test cell the judge checks
+   that nothing a test relies on was replaced.
+4. The interpreter runs in a sandbox (`Sandbox`): bubblewrap gives it a private root holding only the system, the
+   Python environment (read-only) and the package of the chapters BEFORE the graded one (the graded chapter and
+   later ones as stubs, read-only), a private /tmp and working folder (tmpfs), no network, its own PID namespace
+   (no process outlives it), an unprivileged uid, and rlimits on memory, processes, file size and CPU time.
+   Without bubblewrap the judge still runs as an unprivileged uid with the same rlimits in its own process group,
+   and `Sandbox.describe()` says what is missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEMO = "#| demo"
+MEMORY_BYTES = 6 * 2**30
+MAX_PROCESSES = 256  # threads count too (torch, OpenMP)
+MAX_FILE_BYTES = 512 * 2**20
+SCRATCH_BYTES = 512 * 2**20
+PRELOAD = ["numpy", "numpy.testing", "torch", "torch.nn", "torch.nn.functional", "torch.testing", "minibert"]
+
+# ---- 1. the graded notebook ----------------------------------------------------------------------------------
+
+
+@dataclass
+class PlannedCell:
+    kind: str  # "given" | "student" | "test" | "demo" | "markdown"
+    source: str
+    grade_id: str | None = None
+    cell_id: str | None = None
+    points: float = 0.0
+    source_index: int | None = None  # position in the instructor's notebook; None for a cell the student added
+
+
+@dataclass
+class Plan:
+    cells: list[PlannedCell]
+    problems: list[str] = field(default_factory=list)  # reported, not tampering (a missing answer cell, ...)
+
+
+def nbgrader_meta(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def instructor_kind(cell) -> str:
+    meta = nbgrader_meta(cell)
+    if cell.get("cell_type") != "code":
+        return "markdown"
+    if meta.get("solution"):
+        return "student"
+    if meta.get("grade"):
+        return "test"
+    if str(cell.get("source", "")).lstrip().startswith(DEMO):
+        return "demo"
+    return "given"
+
+
+def plan_source_notebook(nb) -> Plan:
+    """Every cell of an instructor notebook as it stands (solution cells count as the student's code)."""
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        meta = nbgrader_meta(cell)
+        cells.append(PlannedCell(instructor_kind(cell), cell.source, meta.get("grade_id"), cell.get("id"),
+                                 float(meta.get("points", 0) or 0), index))
+    return Plan(cells)
+
+
+def plan_submission(source_nb, submitted: dict) -> Plan:
+    """The instructor's notebook with the student's answers and added code cells put in.
+
+    `submitted` is the submission as parsed JSON (never trusted beyond its answer cells' sources)."""
+    sub_cells = [c for c in submitted.get("cells", []) if isinstance(c, dict)]
+    known_ids = {c.get("id") for c in source_nb.cells} | {nbgrader_meta(c).get("grade_id") for c in source_nb.cells}
+    by_grade_id, by_cell_id = {}, {}
+    for c in sub_cells:
+        gid = nbgrader_meta(c).get("grade_id")
+        if isinstance(gid, str):
+            by_grade_id.setdefault(gid, c)
+        if isinstance(c.get("id"), str):
+            by_cell_id.setdefault(c["id"], c)
+
+    def text(c) -> str:
+        src = c.get("source", "")
+        return "".join(src) if isinstance(src, list) else str(src)
+
+    # cells the student added (unknown id, no known grade_id), kept after the instructor cell they follow
+    added: dict[str | None, list[str]] = {}
+    anchor = None
+    for c in sub_cells:
+        gid = nbgrader_meta(c).get("grade_id")
+        if c.get("id") in known_ids or gid in known_ids:
+            anchor = gid if gid in known_ids else c.get("id")
+            continue
+        if c.get("cell_type") == "code" and text(c).strip():
+            added.setdefault(anchor, []).append(text(c))
+
+    problems, cells = [], []
+    for key in added.get(None, []):
+        cells.append(PlannedCell("student", key))
+    for index, cell in enumerate(source_nb.cells):
+        meta = nbgrader_meta(cell)
+        gid, cid = meta.get("grade_id"), cell.get("id")
+        kind = instructor_kind(cell)
+        source = cell.source
+        if meta.get("solution"):
+            answer = by_grade_id.get(gid) or by_cell_id.get(cid)
+            if answer is None:
+                problems.append(f"answer cell {gid!r} is missing from the submission (deleted, or its metadata "
+                                "and id were changed): graded as empty")
+                source = ""
+            else:
+                source = text(answer)
+        cells.append(PlannedCell(kind, source, gid, cid, float(meta.get("points", 0) or 0), index))
+        for extra in added.get(gid, []) + (added.get(cid, []) if cid != gid else []):
+            cells.append(PlannedCell("student", extra))
+    return Plan(cells, problems)
+
+
+# ---- 2. the screen -------------------------------------------------------------------------------------------
+
+FORBIDDEN_MODULES = {
+    "ctypes", "gc", "inspect", "builtins", "importlib", "subprocess", "multiprocessing", "threading", "_thread",
+    "signal", "atexit", "pty", "socket", "code", "codeop", "IPython", "ipykernel", "traitlets", "nbgrader",
+    "nbformat", "nbclient", "jupyter_client", "minibert_course", "marshal", "pickle", "dill", "cloudpickle",
+    "weakref", "faulthandler", "resource", "sqlite3", "sqlalchemy", "unittest", "pytest", "_pytest", "sysconfig",
+    "site", "runpy", "types", "asyncio", "concurrent", "shlex", "pdb", "bdb", "trace", "tracemalloc", "posix",
+    "fcntl", "mmap", "select", "selectors", "__main__",
+}
+REVIEW_MODULES = {"transformers": "uses the transformers library (is the exercise its own code?)"}
+SYS_ALLOWED = {"maxsize", "float_info", "version_info", "platform", "stdout", "stderr", "byteorder", "int_info"}
+OS_ALLOWED = {"path", "environ", "getenv", "cpu_count", "listdir", "makedirs", "fspath", "sep", "linesep",
+              "scandir", "walk", "stat", "replace", "rename", "remove", "unlink", "getcwd", "PathLike", "mkdir",
+              "rmdir", "extsep", "pathsep", "devnull", "curdir", "pardir", "getpid"}
+FORBIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint", "exit",
+                   "quit", "get_ipython", "input", "memoryview"}
+FORBIDDEN_ATTRS = {
+    "__subclasses__", "__globals__", "__code__", "__builtins__", "__bases__", "__base__", "__mro__", "__closure__",
+    "__func__", "__defaults__", "__kwdefaults__", "__getattribute__", "__delattr__", "__import__", "__loader__",
+    "__spec__", "__dict__", "__class__", "__reduce__", "__reduce_ex__", "__setstate__", "__init_subclass__",
+    "f_back", "f_locals", "f_globals", "f_code", "f_builtins", "tb_frame", "tb_next", "gi_frame", "cr_frame",
+    "ag_frame", "_getframe", "settrace", "setprofile", "addaudithook", "excepthook", "displayhook",
+    "meta_path", "path_hooks", "input_transformers_post", "input_transformers_cleanup", "input_transformer_manager",
+    "ast_transformers", "events", "set_custom_exc", "showtraceback", "_showtraceback", "run_cell", "user_ns",
+    "register_magic_function", "_exit", "fork", "forkpty", "kill", "killpg", "system", "popen", "setrlimit",
+    "dup2", "setsid", "__torch_function__", "__torch_dispatch__",
+}
+FAKE_DUNDERS = {
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__del__", "__getattr__",
+    "__getattribute__", "__torch_function__", "__torch_dispatch__", "__array__", "__array_function__",
+    "__array_ufunc__", "__instancecheck__", "__subclasscheck__", "__init_subclass__", "__hash__", "__float__",
+    "__int__", "__index__", "__abs__", "__round__", "__class_getitem__", "__set_name__", "__setattr__",
+    "__delattr__", "__reduce__", "__reduce_ex__",
+}
+VALUE_TYPES = {"int", "float", "str", "bytes", "bool", "list", "tuple", "dict", "set", "frozenset", "Tensor",
+               "ndarray", "type", "object"}
+SECRET_STRINGS = re.compile(r"__\w+__|gradebook|/source/|autograded|nbgrader|\.db\b|BEGIN (HIDDEN|SOLUTION)")
+
+
+@dataclass
+class Screen:
+    tamper: list[str] = field(default_factory=list)
+    review: list[str] = field(default_factory=list)
+
+
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def screen(sources: list[str], module_aliases: set[str] | None = None) -> Screen:
+    """Static screen of the student's code (answer cells and added cells)."""
+    out = Screen()
+    aliases = set(module_aliases or ()) | {"np", "numpy", "torch", "nn", "F", "math", "os", "sys", "random", "json",
+                                           "builtins", "plt", "minibert"}
+    trees = []
+    for source in sources:
+        lines = source.split("\n")
+        for line in lines:
+            stripped = line.strip()
+            if stripped.startswith("!") or stripped.startswith("%%bash") or stripped.startswith("%%sh") \
+                    or stripped.startswith("%system") or stripped.startswith("%%script"):
+                out.tamper.append(f"runs a shell command: {stripped[:60]!r}")
+            elif stripped.startswith("%"):
+                out.review.append(f"uses an IPython magic (not run while grading): {stripped[:60]!r}")
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+
+            trees.append(ast.parse(TransformerManager().transform_cell(source)))
+        except SyntaxError:
+            continue  # a syntax error fails its own cell when it runs
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                base = node.module if isinstance(node, ast.ImportFrom) else None
+                for alias in node.names:
+                    name = f"{base}.{alias.name}" if base else alias.name
+                    top = (base or alias.name).split(".")[0]
+                    aliases.add((alias.asname or alias.name).split(".")[0])
+                    if top in FORBIDDEN_MODULES:
+                        out.tamper.append(f"imports {name}")
+                    elif alias.name in ("os", "sys") and not base and alias.asname not in (None, alias.name):
+                        out.tamper.append(f"imports {name} under another name ({alias.asname})")
+                    elif top in REVIEW_MODULES:
+                        out.review.append(REVIEW_MODULES[top])
+                    elif base in ("os", "sys") and alias.name not in (OS_ALLOWED if base == "os" else SYS_ALLOWED):
+                        out.tamper.append(f"imports {name}")
+                    elif alias.name == "*" and base in ("os", "sys"):
+                        out.tamper.append(f"imports * from {base}")
+            elif isinstance(node, ast.Attribute):
+                dotted = _dotted(node)
+                if node.attr in FORBIDDEN_ATTRS and not (node.attr == "environ" and dotted.startswith("os.")):
+                    if node.attr == "__class__" and isinstance(getattr(node, "ctx", None), ast.Load):
+                        continue  # x.__class__.__name__ in a message is harmless; assignments are not
+                    out.tamper.append(f"uses .{node.attr}")
+                elif dotted.startswith("sys.") and dotted.split(".")[1] not in SYS_ALLOWED:
+                    out.tamper.append(f"uses {dotted}")
+                elif dotted.startswith("os.") and dotted.split(".")[1] not in OS_ALLOWED:
+                    out.tamper.append(f"uses {dotted}")
+            elif isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else None
+                if name in FORBIDDEN_CALLS:
+                    out.tamper.append(f"calls {name}()")
+                elif name in ("getattr", "setattr", "delattr", "hasattr"):
+                    target = node.args[1] if len(node.args) > 1 else None
+                    if not (isinstance(target, ast.Constant) and isinstance(target.value, str)
+                            and not target.value.startswith("__")):
+                        out.tamper.append(f"calls {name}() with a computed or special attribute name")
+                    elif name in ("setattr", "delattr") and node.args \
+                            and _dotted(node.args[0]).split(".")[0] in aliases:
+                        out.tamper.append(f"{name}() on the module {_dotted(node.args[0])}")
+                elif name == "type" and len(node.args) == 3:
+                    out.tamper.append("builds a class with type(name, bases, dict)")
+                elif name == "open" and node.args and isinstance(node.args[0], ast.Constant) \
+                        and isinstance(node.args[0].value, int):
+                    out.tamper.append("opens a file descriptor")
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for target in targets:
+                    for t in ast.walk(target):
+                        if isinstance(t, (ast.Attribute, ast.Subscript)):
+                            root = _dotted(t.value if isinstance(t, ast.Subscript) else t).split(".")[0]
+                            if root in aliases and root not in ("self", "cls"):
+                                out.tamper.append(f"replaces part of the module {_dotted(t) or root}")
+                        if isinstance(t, ast.Name) and t.id in ("__builtins__", "__name__", "__file__"):
+                            out.tamper.append(f"rebinds {t.id}")
+            elif isinstance(node, ast.ClassDef):
+                for base in node.bases:
+                    base_name = _dotted(base).split(".")[-1]
+                    if base_name in VALUE_TYPES:
+                        out.tamper.append(f"class {node.name} subclasses {base_name} (could fake comparisons)")
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in FAKE_DUNDERS:
+                        out.tamper.append(f"class {node.name} defines {item.name} (could fake a test's comparison)")
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                pass
+            elif isinstance(node, ast.Raise) and node.exc is not None:
+                raised = _dotted(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
+                if raised.split(".")[-1] in ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "BaseException"):
+                    out.tamper.append(f"raises {raised} (stops the grader)")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and SECRET_STRINGS.search(node.value):
+                match = SECRET_STRINGS.search(node.value).group(0)
+                if match not in ("__init__", "__main__", "__name__"):
+                    out.tamper.append(f"refers to {match!r}")
+            elif isinstance(node, ast.Name) and node.id in ("__builtins__", "__loader__", "__spec__"):
+                out.tamper.append(f"uses {node.id}")
+            elif isinstance(node, ast.Try):
+                for handler in node.handlers:
+                    caught = _dotted(handler.type) if handler.type is not None else "everything"
+                    if caught.split(".")[-1] in ("BaseException", "KeyboardInterrupt", "SystemExit", "everything"):
+                        out.review.append(f"catches {caught} (a time limit cannot stop it cleanly)")
+    out.tamper = list(dict.fromkeys(out.tamper))
+    out.review = list(dict.fromkeys(out.review))
+    return out
+
+
+def module_aliases(sources: list[str]) -> set[str]:
+    """Names bound by imports in the instructor's cells (np, torch, nn, F, ...): assigning into them is patching."""
+    names = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("torch", "numpy"):
+                names |= {a.asname or a.name for a in node.names if a.name[:1].islower()}
+    return names
+
+
+# ---- 3/4. running the cells in the sandbox -------------------------------------------------------------------
+
+
+@dataclass
+class CellResult:
+    index: int
+    kind: str
+    grade_id: str | None
+    passed: bool
+    outputs: list[dict]
+    ran: bool = True
+
+
+@dataclass
+class RunResult:
+    cells: list[CellResult]
+    flags: list[str] = field(default_factory=list)  # tampering: graded 0, flagged for review
+    review: list[str] = field(default_factory=list)  # flagged for review, graded normally
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    sandbox: str = ""
+
+    @property
+    def tampered(self) -> bool:
+        return bool(self.flags)
+
+
+class Sandbox:
+    """How the judge is started: bubblewrap when it is there, else an unprivileged uid with rlimits only."""
+
+    def __init__(self, uid: int = 61000, memory: int = MEMORY_BYTES, cpu_seconds: int = 1800):
+        self.uid = uid
+        self.memory = memory
+        self.cpu_seconds = cpu_seconds
+        self.bwrap = shutil.which("bwrap")
+        self.root = os.geteuid() == 0
+        self.works = self.bwrap is not None and self._probe()
+
+    def _probe(self) -> bool:
+        try:
+            run = subprocess.run(self._bwrap_args(Path("/nonexistent")) + ["/bin/true"], capture_output=True,
+                                 timeout=30)
+            return run.returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    def describe(self) -> str:
+        if self.works:
+            return (f"bubblewrap sandbox: private root (system, Python env and chapter package read-only), tmpfs "
+                    f"scratch, no network, own PID namespace, uid {self.uid}, rlimits")
+        missing = "bubblewrap not installed (apt-get install bubblewrap)" if not self.bwrap else \
+            "bubblewrap cannot create namespaces here"
+        who = f"uid {self.uid}" if self.root else "the grading user (not root: cannot switch uid)"
+        return (f"NO FILESYSTEM ISOLATION ({missing}): submissions ran as {who} with rlimits in their own process "
+                "group; files readable to that uid (the source tree) were readable to them")
+
+    def _bwrap_args(self, package: Path) -> list[str]:
+        args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+                "--proc", "/proc", "--dev", "/dev",
+                "--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp",
+                "--perms", "0777", "--size", str(SCRATCH_BYTES), "--tmpfs", "/work", "--chdir", "/work"]
+        for link in ("bin", "lib", "lib64", "sbin"):
+            target = Path("/") / link
+            if target.is_symlink():
+                args += ["--symlink", os.readlink(target), f"/{link}"]
+            elif target.is_dir():
+                args += ["--ro-bind", str(target), f"/{link}"]
+        made = set()
+        for prefix in sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}):
+            if str(prefix).startswith("/usr/"):
+                continue
+            for parent in reversed(prefix.parents[:-1]):  # bwrap would make missing parents 0700
+                if parent not in made and str(parent) not in ("/work", "/tmp"):
+                    args += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(parent)
+            args += ["--ro-bind", str(prefix), str(prefix)]
+        if package.exists():
+            args += ["--ro-bind", str(package), "/judge"]
+        args.append("--")
+        if self.root:
+            args += [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={self.uid}", f"--regid={self.uid}",
+                     "--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
+        return args
+
+    def _limits(self) -> None:  # runs in the child before exec
+        os.setsid()
+        resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
+        resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds))
+
+    def _drop_privileges(self) -> None:
+        self._limits()
+        if self.root:
+            os.setgroups([])
+            os.setgid(self.uid)
+            os.setuid(self.uid)
+
+    def start(self, package: Path) -> subprocess.Popen:
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp",
+               "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/matplotlib", "NBGRADER_EXECUTION": "autograde",
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+               "LANG": "C.UTF-8", "TQDM_DISABLE": "1"}
+        if self.works:
+            cmd = self._bwrap_args(package) + [sys.executable, "-I", "/judge/judge.py"]
+            preexec = self._limits
+        else:
+            cmd = [sys.executable, "-I", str(package / "judge.py")]
+            env["HOME"] = env["MPLCONFIGDIR"] = str(package)  # read-only; matplotlib falls back to a temp dir
+            preexec = self._drop_privileges
+        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env, cwd="/tmp", preexec_fn=preexec, bufsize=0)
+
+
+def build_judge_package(dest: Path, chapter: str, solutions: list[Path], releases: list[Path]) -> Path:
+    """The folder the judge imports from: minibert with the reference code of chapters before `chapter` and the
+    released stubs of `chapter` and later; the course tooling the notebooks call; the judge itself."""
+    from minibert_course.export import PACKAGE, build_package
+
+    order = [p.stem for p in solutions]
+    n = order.index(chapter)
+    by_stem = {p.stem: p for p in releases}
+    notebooks = solutions[:n] + [by_stem[s] for s in order[n:]]
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / PACKAGE).mkdir(parents=True)
+    for name, text in build_package(notebooks).items():
+        (dest / PACKAGE / name).write_text(text, encoding="utf-8")
+    shutil.copytree(HERE, dest / "minibert_course", ignore=shutil.ignore_patterns("__pycache__", "sealed.py",
+                                                                                  "release.py"))
+    shutil.copy2(HERE / "judge.py", dest / "judge.py")
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return dest
+
+
+def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = None, *, sandbox: Sandbox | None = None,
+              cell_timeout: int = 120, total_timeout: int = 900, screen_code: bool = True) -> RunResult:
+    """Run a plan's cells in the sandboxed judge; the verdict of each test cell comes from the judge's result."""
+    start = time.perf_counter()
+    sandbox = sandbox or Sandbox()
+    if package is None:
+        package = _default_package(plan, chapter)
+    result = RunResult([], problems=list(plan.problems), sandbox=sandbox.describe())
+    student_sources = [c.source for c in plan.cells if c.kind == "student"]
+    if screen_code:
+        aliases = module_aliases([c.source for c in plan.cells if c.kind in ("given", "test")])
+        verdict = screen(student_sources, aliases)
+        result.flags += verdict.tamper
+        result.review += verdict.review
+    if result.flags:  # not run at all: every test fails with the reason
+        for i, c in enumerate(plan.cells):
+            if c.kind == "test":
+                result.cells.append(CellResult(i, c.kind, c.grade_id, False, [_error(
+                    "NotGraded", "this submission was flagged for review and not run: " + "; ".join(result.flags))]
+                    , ran=False))
+        result.seconds = time.perf_counter() - start
+        return result
+    proc = sandbox.start(package)
+    deadline = time.monotonic() + total_timeout
+    dead_reason = None
+    try:
+        _send(proc, {"path": ["/judge" if sandbox.works else str(package)], "preload": PRELOAD})
+        ready = _read_result(proc, deadline)
+        if not ready or not ready.get("ready"):
+            dead_reason = "the grading interpreter did not start"
+        for i, cell in enumerate(plan.cells):
+            if cell.kind in ("markdown", "demo"):
+                continue
+            if dead_reason:
+                result.cells.append(CellResult(i, cell.kind, cell.grade_id, False, [_error("NotRun", dead_reason)],
+                                               ran=False))
+                continue
+            nonce = secrets.token_hex(16)
+            kind = cell.kind if cell.kind in ("given", "test") else "student"
+            _send(proc, {"index": i, "nonce": nonce, "kind": kind, "source": cell.source, "timeout": cell_timeout})
+            reply = _read_result(proc, min(deadline, time.monotonic() + cell_timeout + 15))
+            if reply is None or reply.get("index") != i or reply.get("nonce") != nonce:
+                why = ("ran past the time limit and was stopped" if proc.poll() is None else
+                       f"the grading interpreter ended during this cell (exit code {proc.poll()}: os._exit, a "
+                       "crash, or a memory or process limit)")
+                if reply is not None and proc.poll() is None:
+                    why = "the result channel was written by the submission"
+                    result.flags.append("forged a result on the grader's channel")
+                dead_reason = f"not run: an earlier cell (#{i}) {why}"
+                result.cells.append(CellResult(i, cell.kind, cell.grade_id, False,
+                                               [_error("CellError", f"this cell {why}")]))
+                result.problems.append(f"cell {i} ({cell.grade_id or cell.kind}) {why}")
+                _kill(proc)
+                continue
+            if reply.get("tampered"):
+                result.flags += [f"during test {cell.grade_id}: {t}" for t in reply["tampered"]]
+            result.cells.append(CellResult(i, cell.kind, cell.grade_id, bool(reply.get("passed")),
+                                           list(reply.get("outputs", []))))
+    finally:
+        _kill(proc)
+    if result.flags:
+        for c in result.cells:
+            if c.kind == "test":
+                c.passed = False
+                c.outputs.append(_error("Tampering", "flagged for review: " + "; ".join(result.flags)))
+    result.flags = list(dict.fromkeys(result.flags))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _default_package(plan: Plan, chapter: str | None) -> Path:
+    from minibert_course.release import ROOT
+
+    if chapter is None:
+        raise ValueError("run_cells needs the judge package or the chapter")
+    dest = ROOT / "build" / "judge" / chapter
+    solutions = sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
+    releases = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    return build_judge_package(dest, chapter, solutions, releases)
+
+
+def _send(proc: subprocess.Popen, message: dict) -> None:
+    try:
+        proc.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+        proc.stdin.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _error(name: str, text: str) -> dict:
+    return {"output_type": "error", "ename": name, "evalue": text, "traceback": [f"{name}: {text}"]}
+
+
+MAX_REPLY = 64 * 2**20
+
+
+def _read_result(proc: subprocess.Popen, deadline: float) -> dict | None:
+    """One JSON line from the judge, or None when it died or the deadline passed."""
+    import select
+
+    buf = proc._minibert_buf if hasattr(proc, "_minibert_buf") else bytearray()
+    proc._minibert_buf = buf
+    fd = proc.stdout.fileno()
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0 or len(buf) > MAX_REPLY:
+            return None
+        ready, _, _ = select.select([fd], [], [], min(1.0, left))
+        if ready:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return None
+            buf += chunk
+    line, _, rest = bytes(buf).partition(b"\n")
+    buf[:] = rest
+    try:
+        reply = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {"index": None}
+    return reply if isinstance(reply, dict) else {"index": None}
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            stream.close()
+        except (OSError, BrokenPipeError):
+            pass
