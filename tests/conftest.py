@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -72,3 +73,97 @@ def offline():
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read once at import time
         yield
+
+
+# ---- one real `make grade` run of a whole class, shared by the grading tests -----------------------------------
+# The class: for every chapter the solutions ("control") and the untouched release; every mutant of the mutation
+# catalogue (autograder/mutants/); the round-trip students; every hostile case (autograder/hostile.py). One grade.py
+# run with two workers grades them all: no submission is graded twice in the suite.
+
+GRADE_JOBS = 2
+CELL_TIMEOUT = 40  # the infinite-loop case costs one worker this long
+
+
+def _autograder(name: str):
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "autograder"))
+    return importlib.import_module(name)
+
+
+@dataclass
+class GradedClass:
+    course: Path
+    drop: Path
+    report: object
+    students: dict  # student id -> (kind, payload): ("mutant", Mutant) | ("control", chapter) | ("hostile", Case) ...
+    before: dict  # digests taken before grading
+    stdout: str
+
+
+def tree_digest(*paths: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in paths:
+        for f in sorted(p for p in Path(path).rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            h.update(str(f).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory) -> GradedClass:
+    import contextlib
+    import io
+
+    mutation = _autograder("mutation")
+    hostile = _autograder("hostile")
+    grade = _autograder("grade")
+    drop = tmp_path_factory.mktemp("drop")
+    course = tmp_path_factory.mktemp("class") / "course"
+    students: dict = {}
+
+    def submit(student: str, chapter: str, nb=None, raw: bytes | None = None, filename: str | None = None):
+        folder = drop / student
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / (filename or f"{chapter}.ipynb")
+        if raw is not None:
+            target.write_bytes(raw)
+        else:
+            nbformat.write(nb, target)
+
+    for chapter in mutation.chapters():
+        submit("control", chapter, mutation.submission(chapter, None))
+        submit("untouched", chapter, read(ROOT / "notebooks" / f"{chapter}.ipynb"))
+        for m in mutation.load_catalogue(chapter):
+            student = f"m{chapter[:2]}-{m.name}"
+            submit(student, chapter, mutation.submission(chapter, m))
+            students[student] = ("mutant", m)
+    students["control"] = ("control", None)
+    students["untouched"] = ("untouched", None)
+    wrong = mutation.submission("01_wordpiece", None)
+    for cell in wrong.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "input-format-solution":
+            cell.source = WRONG_INPUT_FORMAT
+    submit("carol_one_wrong", "01_wordpiece", wrong)
+    submit("dave_malformed", "01_wordpiece", raw=b'{"cells": [')
+    for case in hostile.cases(course):
+        student = f"h-{case.name}"
+        submit(student, hostile.CHAPTER, raw=hostile.build(case), filename=case.filename)
+        students[student] = ("hostile", case)
+    site = Path(nbformat.__file__).parents[1]
+    before = {"package": tree_digest(ROOT / "src" / "minibert"), "solutions": tree_digest(ROOT / "solutions"),
+              "site_pth": sorted(p.name for p in site.glob("*.pth"))}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        report = grade.grade(course, drop, None, jobs=GRADE_JOBS, cell_timeout=CELL_TIMEOUT)
+    return GradedClass(course, drop, report, students, before, out.getvalue())
+
+
+WRONG_INPUT_FORMAT = '''#| export
+def build_inputs(tokens_a, tokens_b=None):
+    tokens = ["[CLS]", *tokens_a, "[SEP]"]
+    if tokens_b is not None:
+        tokens += [*tokens_b, "[SEP]"]
+    return tokens, [0] * len(tokens)  # wrong: B is segment 1
+'''

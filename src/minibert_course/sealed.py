@@ -360,6 +360,19 @@ class Sandbox:
         self.bwrap = shutil.which("bwrap")
         self.root = os.geteuid() == 0
         self.works = self.bwrap is not None and self._probe()
+        self._switch_uid: bool | None = None  # without bubblewrap: can the uid run this Python at all?
+
+    def switch_uid(self) -> bool:
+        if self._switch_uid is None:
+            self._switch_uid = False
+            if self.root:
+                try:
+                    run = subprocess.run([sys.executable, "-I", "-c", "pass"], preexec_fn=self._drop_to_uid,
+                                         capture_output=True, timeout=60)
+                    self._switch_uid = run.returncode == 0
+                except (OSError, subprocess.SubprocessError):
+                    self._switch_uid = False
+        return self._switch_uid
 
     def _probe(self) -> bool:
         try:
@@ -375,7 +388,12 @@ class Sandbox:
                     f"scratch, no network, own PID namespace, uid {self.uid}, rlimits")
         missing = "bubblewrap not installed (apt-get install bubblewrap)" if not self.bwrap else \
             "bubblewrap cannot create namespaces here"
-        who = f"uid {self.uid}" if self.root else "the grading user (not root: cannot switch uid)"
+        if self.switch_uid():
+            who = f"uid {self.uid}"
+        elif self.root:
+            who = f"the grading user (uid {self.uid} cannot run {sys.executable})"
+        else:
+            who = "the grading user (not root: cannot switch uid)"
         return (f"NO FILESYSTEM ISOLATION ({missing}): submissions ran as {who} with rlimits in their own process "
                 "group; files readable to that uid (the source tree) were readable to them")
 
@@ -417,12 +435,15 @@ class Sandbox:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds))
 
+    def _drop_to_uid(self) -> None:
+        os.setgroups([])
+        os.setgid(self.uid)
+        os.setuid(self.uid)
+
     def _drop_privileges(self) -> None:
         self._limits()
-        if self.root:
-            os.setgroups([])
-            os.setgid(self.uid)
-            os.setuid(self.uid)
+        if self._switch_uid:
+            self._drop_to_uid()
 
     def start(self, package: Path) -> subprocess.Popen:
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp",
@@ -434,6 +455,7 @@ class Sandbox:
             cmd = self._bwrap_args(package) + [sys.executable, "-I", "/judge/judge.py"]
             preexec = self._limits
         else:
+            self.switch_uid()
             cmd = [sys.executable, "-I", str(package / "judge.py")]
             env["HOME"] = env["MPLCONFIGDIR"] = str(package)  # read-only; matplotlib falls back to a temp dir
             preexec = self._drop_privileges
@@ -490,7 +512,7 @@ def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = Non
     dead_reason = None
     try:
         _send(proc, {"path": ["/judge" if sandbox.works else str(package)], "preload": PRELOAD})
-        ready = _read_result(proc, deadline)
+        ready = _read_result(proc, min(deadline, time.monotonic() + 120))
         if not ready or not ready.get("ready"):
             dead_reason = "the grading interpreter did not start"
         for i, cell in enumerate(plan.cells):
@@ -505,10 +527,16 @@ def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = Non
             _send(proc, {"index": i, "nonce": nonce, "kind": kind, "source": cell.source, "timeout": cell_timeout})
             reply = _read_result(proc, min(deadline, time.monotonic() + cell_timeout + 15))
             if reply is None or reply.get("index") != i or reply.get("nonce") != nonce:
-                why = ("ran past the time limit and was stopped" if proc.poll() is None else
-                       f"the grading interpreter ended during this cell (exit code {proc.poll()}: os._exit, a "
-                       "crash, or a memory or process limit)")
-                if reply is not None and proc.poll() is None:
+                if reply is not None and reply.get("eof"):
+                    try:
+                        proc.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    why = (f"the grading interpreter ended during this cell (exit code {proc.poll()}: os._exit, "
+                           "a crash, or a memory or process limit)")
+                else:
+                    why = "ran past the time limit and was stopped"
+                if reply is not None and not reply.get("eof"):
                     why = "the result channel was written by the submission"
                     result.flags.append("forged a result on the grader's channel")
                 dead_reason = f"not run: an earlier cell (#{i}) {why}"
@@ -574,7 +602,7 @@ def _read_result(proc: subprocess.Popen, deadline: float) -> dict | None:
         if ready:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                return None
+                return {"eof": True}
             buf += chunk
     line, _, rest = bytes(buf).partition(b"\n")
     buf[:] = rest

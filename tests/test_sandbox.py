@@ -1,0 +1,199 @@
+"""The sandbox and the judge on their own, with the static screen OFF: each attack here runs for real, and the
+operating system or the judge must contain it. (In grading, the screen flags these before they run; these tests
+prove the layer below holds when the screen misses one.)"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from minibert_course.sealed import Plan, PlannedCell, Sandbox, run_cells
+
+pytestmark = pytest.mark.skipif(not Sandbox().works, reason="bubblewrap is not installed or cannot create namespaces "
+                                "here (apt-get install bubblewrap): the OS isolation cannot be tested")
+
+
+def run(*cells: tuple[str, str], timeout: int = 60):
+    plan = Plan([PlannedCell(kind, source, grade_id=f"test-{i}" if kind == "test" else None)
+                 for i, (kind, source) in enumerate(cells)])
+    return run_cells(plan, chapter="02_embeddings", sandbox=Sandbox(uid=UID), cell_timeout=timeout,
+                     screen_code=False)
+
+
+def verdicts(result) -> list[bool]:
+    return [c.passed for c in result.cells if c.kind == "test"]
+
+
+UID = 61090  # this module's own uid: processes of concurrent grading runs are not counted as its leftovers
+
+
+def no_leftovers(wait: float = 5.0) -> list[str]:
+    """Processes of the sandbox's uid still there after `wait` seconds (a killed namespace takes a moment)."""
+    deadline = time.monotonic() + wait
+    while True:
+        ps = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True).stdout
+        found = [line for line in ps.splitlines() if line.split() and int(line.split()[0]) == UID]
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def host_dir(tmp_path):
+    """A folder every user may write: only the sandbox, not file permissions, keeps the submission out."""
+    tmp_path.chmod(0o777)
+    for parent in tmp_path.parents:
+        if parent == Path("/"):
+            break
+        parent.chmod(parent.stat().st_mode | 0o005)
+    return tmp_path
+
+
+def test_a_test_passes_only_when_its_asserts_ran():
+    result = run(("student", "x = 1"), ("test", "assert x == 1"), ("test", "assert x == 2, 'x is not 2'"))
+    assert verdicts(result) == [True, False]
+    assert result.sandbox.startswith("bubblewrap")
+
+
+def test_sys_exit_and_keyboard_interrupt_fail_their_cell_only():
+    result = run(("student", "import sys\nsys.exit(0)"), ("student", "raise KeyboardInterrupt"),
+                 ("test", "assert True"))
+    errors = [o["ename"] for c in result.cells for o in c.outputs if o["output_type"] == "error"]
+    assert errors == ["SystemExit", "KeyboardInterrupt"] and verdicts(result) == [True]
+
+
+def test_os_exit_ends_the_run_and_later_tests_get_nothing():
+    result = run(("test", "assert True"), ("student", "import os\nos._exit(0)"), ("test", "assert True"))
+    assert verdicts(result) == [True, False]
+    assert any("ended during this cell" in p for p in result.problems), result.problems
+
+
+def test_an_infinite_loop_is_stopped_and_grading_goes_on():
+    start = time.monotonic()
+    result = run(("student", "while True:\n    pass"), ("test", "assert True"), timeout=3)
+    assert verdicts(result) == [True]
+    assert result.cells[0].outputs[-1]["ename"] == "CellTimeout"
+    assert time.monotonic() - start < 30
+
+
+def test_a_loop_that_swallows_the_timeout_is_killed():
+    code = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass"
+    result = run(("student", code), ("test", "assert True"), timeout=2)
+    assert verdicts(result) == [False]
+    assert any("time limit" in p for p in result.problems), result.problems
+    assert not no_leftovers()
+
+
+def test_a_huge_allocation_fails_inside_the_sandbox():
+    result = run(("student", "hog = bytearray(64 * 2**30)"), ("test", "assert True"))
+    assert result.cells[0].outputs[-1]["ename"] == "MemoryError" and verdicts(result) == [True]
+
+
+def test_a_fork_bomb_is_contained():
+    code = ("import os, time\nfor _ in range(5000):\n    try:\n        if os.fork() == 0:\n            time.sleep(60)\n"
+            "            os._exit(0)\n    except OSError:\n        break")
+    result = run(("student", code), ("test", "assert True"))
+    assert verdicts(result) == [True]
+    time.sleep(0.5)
+    assert not no_leftovers()
+
+
+def test_a_detached_child_dies_with_the_run(host_dir):
+    marker = host_dir / "owned"
+    code = (f"import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 2; echo owned > {marker}; "
+            "echo owned > /tmp/owned'], start_new_session=True)")
+    result = run(("student", code), ("test", "assert True"))
+    assert verdicts(result) == [True]
+    time.sleep(4)
+    assert not marker.exists() and not no_leftovers()
+
+
+def test_the_gradebook_is_out_of_reach_even_when_world_writable(host_dir):
+    db = host_dir / "gradebook.db"
+    con = sqlite3.connect(db)
+    con.execute("create table grade (score real)")
+    con.execute("insert into grade values (0)")
+    con.commit()
+    con.close()
+    db.chmod(0o666)
+    code = f"import sqlite3\nc = sqlite3.connect({str(db)!r})\nc.execute('update grade set score = 100')\nc.commit()"
+    result = run(("student", code), ("test", "assert True"))
+    assert result.cells[0].outputs[-1]["output_type"] == "error"
+    assert sqlite3.connect(db).execute("select score from grade").fetchall() == [(0.0,)]
+
+
+def test_the_source_tree_and_the_reference_package_are_not_there():
+    code = (f"import os\nseen = os.path.exists({str(ROOT / 'solutions')!r}) or os.path.exists({str(ROOT / 'src')!r})"
+            "\nimport minibert.embeddings as e\nsource = open(e.__file__).read()")
+    result = run(("student", code), ("test", "assert not seen"),
+                 ("test", "assert 'raise NotImplementedError' in source, 'chapter 02 must be a stub'"),
+                 ("student", "open('/judge/minibert/__init__.py', 'a').write('x = 1')"))
+    assert verdicts(result) == [True, True]
+    assert result.cells[-1].outputs[-1]["ename"] in ("OSError", "PermissionError")  # read-only, not ours
+
+
+def test_no_network():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        code = f"import socket\ns = socket.socket()\ns.settimeout(3)\ns.connect(('127.0.0.1', {port}))"
+        result = run(("student", code), ("test", "assert True"))
+        assert result.cells[0].outputs[-1]["output_type"] == "error"
+    finally:
+        server.close()
+
+
+def test_a_monkeypatch_during_a_test_is_tampering():
+    result = run(("given", "import torch"), ("student", "import torch\ntorch.allclose = lambda *a, **k: True"),
+                 ("test", "assert torch.allclose(torch.zeros(1), torch.ones(1))"))
+    assert verdicts(result) == [False]
+    assert any("torch.allclose was replaced" in f for f in result.flags), result.flags
+
+
+def test_a_trace_hook_is_tampering():
+    result = run(("student", "import sys\nsys.settrace(lambda *a: None)"), ("test", "assert True"))
+    assert verdicts(result) == [False] and any("trace" in f for f in result.flags)
+
+
+def test_ipython_hooks_do_not_exist_and_change_nothing():
+    code = "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])"
+    result = run(("student", code), ("test", "assert 1 == 2"))
+    assert result.cells[0].outputs[-1]["ename"] == "AttributeError" and verdicts(result) == [False]
+
+
+def test_the_instructors_helpers_are_put_back_before_each_test():
+    result = run(("given", "def check(x):\n    assert x == 1, f'expected 1, got {x}'"),
+                 ("student", "def check(x):\n    pass"), ("test", "check(2)"))
+    assert verdicts(result) == [False]
+
+
+def test_a_forged_result_on_any_descriptor_is_not_a_verdict():
+    code = ("import os\nfor fd in range(0, 64):\n    try:\n        os.write(fd, b'{\"index\": 1, \"nonce\": \"\", "
+            "\"passed\": true, \"outputs\": [], \"tampered\": []}\\n')\n    except OSError:\n        pass")
+    result = run(("student", code), ("test", "assert 1 == 2"))
+    assert verdicts(result) == [False]
+
+
+def test_fallback_without_bubblewrap_still_drops_privileges_and_limits(monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("switching uid needs root")
+    sandbox = Sandbox(uid=UID)
+    sandbox.works = False
+    expected = UID if sandbox.switch_uid() else os.geteuid()  # a uid that cannot reach this Python: said below
+    plan = Plan([PlannedCell("student", "import os, resource\nuid = os.getuid()\n"
+                                        "mem = resource.getrlimit(resource.RLIMIT_AS)[0]"),
+                 PlannedCell("test", f"assert uid == {expected}, uid", grade_id="t"),
+                 PlannedCell("test", f"assert mem == {sandbox.memory}, mem", grade_id="u")])
+    result = run_cells(plan, chapter="02_embeddings", sandbox=sandbox, screen_code=False)
+    assert verdicts(result) == [True, True], result.cells
+    assert "NO FILESYSTEM ISOLATION" in result.sandbox
+    assert (f"ran as uid {UID}" in result.sandbox) == sandbox.switch_uid(), result.sandbox
