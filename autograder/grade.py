@@ -260,8 +260,12 @@ def grade_shard(shard: Path, chapters: list[str]) -> list[str]:
 
 def merge_gradebook(main_db: Path, shard_db: Path) -> int:
     """Copy every submission of the shard's gradebook into the main one (replacing older ones). Returns count."""
-    from nbgrader.api import Gradebook, MissingEntry
+    import warnings
 
+    from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's add_submission under SQLAlchemy 2.0's autoflush
     n = 0
     with Gradebook(f"sqlite:///{shard_db}", "minibert") as src, Gradebook(f"sqlite:///{main_db}", "minibert") as dst:
         for assignment in src.assignments:

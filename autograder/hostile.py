@@ -164,7 +164,7 @@ from minibert.embeddings import BertEmbeddings, embedding_parameter_count
         Case("import-transformers", "wraps transformers' BertEmbeddings", code="""
 from transformers.models.bert.modeling_bert import BertEmbeddings
 """),
-        Case("edit-reference-package", "appends code to the reference package's __init__.py", code=f"""
+        Case("edit-reference-package", "appends code to the reference package's __init__.py", flagged=None, code=f"""
 with open({str(pkg)!r}, "a") as f:
     f.write("\\nraise SystemExit('owned')\\n")
 """),

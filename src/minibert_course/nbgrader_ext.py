@@ -131,6 +131,7 @@ class SealedExecute(NbGraderPreprocessor):
     total_timeout = Int(900, help="seconds per notebook").tag(config=True)
     memory_gb = Int(6, help="address-space limit of the submission, GiB").tag(config=True)
     source_root = Unicode("source", help="instructor notebooks: SOURCE/<assignment>/<notebook>.ipynb").tag(config=True)
+    release_root = Unicode("release", help="released notebooks (nbgrader's cell metadata)").tag(config=True)
     judge_root = Unicode("judge", help="judge packages: JUDGE/<assignment>/").tag(config=True)
     report_root = Unicode("judge-reports", help="one JSON report per graded notebook").tag(config=True)
 
@@ -146,23 +147,22 @@ class SealedExecute(NbGraderPreprocessor):
         info = resources["nbgrader"]
         assignment, notebook, student = info["assignment"], info["notebook"], info["student"]
         source_nb = nbformat.read(Path(self.source_root) / assignment / f"{notebook}.ipynb", as_version=4)
+        release_path = Path(self.release_root) / assignment / f"{notebook}.ipynb"
+        release_nb = nbformat.read(release_path, as_version=4) if release_path.exists() else source_nb
+        if len(release_nb.cells) != len(source_nb.cells):
+            release_nb = source_nb
         plan = plan_submission(source_nb, nb)
         sandbox = Sandbox(uid=self.uid, memory=self.memory_gb * 2**30)
         result = run_cells(plan, Path(self.judge_root).resolve() / assignment, sandbox=sandbox,
                            cell_timeout=self.cell_timeout, total_timeout=self.total_timeout)
         by_index = {c.index: c for c in result.cells}
-        submitted = {nbgrader_id(c): c for c in nb.cells if nbgrader_id(c)}
         cells = []
         for i, planned in enumerate(plan.cells):
             if planned.source_index is None:  # a cell the student added
                 cell = nbformat.v4.new_code_cell(planned.source)
             else:
-                original = source_nb.cells[planned.source_index]
-                key = planned.grade_id or planned.cell_id
-                cell = copy.deepcopy(submitted.get(key, original))
-                cell.cell_type = original.cell_type
-                cell.metadata = copy.deepcopy(submitted[key].metadata) if key in submitted else \
-                    copy.deepcopy(original.metadata)
+                original = release_nb.cells[planned.source_index]  # nbgrader's metadata, checksums included
+                cell = copy.deepcopy(original)
             cell.source = neutralize_markers(planned.source) if planned.kind == "student" else planned.source
             if cell.cell_type == "code":
                 cell.outputs = []
@@ -185,10 +185,6 @@ class SealedExecute(NbGraderPreprocessor):
         tmp.write_text(json.dumps(report, indent=1), encoding="utf-8")
         tmp.replace(out / f"{student}.json")
         return nb, resources
-
-
-def nbgrader_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
 
 
 def neutralize_markers(source: str) -> str:

@@ -152,8 +152,9 @@ FORBIDDEN_MODULES = {
     "weakref", "faulthandler", "resource", "sqlite3", "sqlalchemy", "unittest", "pytest", "_pytest", "sysconfig",
     "site", "runpy", "types", "asyncio", "concurrent", "shlex", "pdb", "bdb", "trace", "tracemalloc", "posix",
     "fcntl", "mmap", "select", "selectors", "__main__",
+    "transformers",  # an answer that imports the reference library instead of writing the code
 }
-REVIEW_MODULES = {"transformers": "uses the transformers library (is the exercise its own code?)"}
+REVIEW_MODULES: dict[str, str] = {}  # module -> why it is flagged for review (graded normally)
 SYS_ALLOWED = {"maxsize", "float_info", "version_info", "platform", "stdout", "stderr", "byteorder", "int_info"}
 OS_ALLOWED = {"path", "environ", "getenv", "cpu_count", "listdir", "makedirs", "fspath", "sep", "linesep",
               "scandir", "walk", "stat", "replace", "rename", "remove", "unlink", "getcwd", "PathLike", "mkdir",
