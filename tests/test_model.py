@@ -443,6 +443,30 @@ def test_parameter_count_equals_transformers(name, low, high):
     assert low <= ours <= high
 
 
+def closed_form_parameters(V, H, L, I, P, S):  # noqa: E741
+    """BERT's parameters counted by hand: embeddings (+ LayerNorm), L layers, pooler."""
+    layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H  # Q, K, V, O; LN; W1; W2; LN
+    return (V + P + S) * H + 2 * H + L * layer + H * H + H
+
+
+def test_parameter_count_of_unusual_sizes_equals_transformers():
+    sizes = {"vocab_size": 1000, "hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4,
+             "intermediate_size": 200, "max_position_embeddings": 64, "type_vocab_size": 3}
+    cfg = BertConfig(**sizes)
+    with torch.device("meta"):
+        ref = sum(p.numel() for p in transformers.BertModel(hf_config(cfg)).parameters())
+    assert count_parameters(cfg) == ref == closed_form_parameters(1000, 96, 3, 200, 64, 3)
+
+
+def test_parameter_count_allocates_nothing():
+    """The word embeddings alone would take 2^58 bytes in fp32: counting must not allocate them (meta device)."""
+    cfg = BertConfig(vocab_size=2**42, hidden_size=2**14, num_hidden_layers=3, num_attention_heads=2**7,
+                     intermediate_size=3 * 2**14 + 5, max_position_embeddings=2**20, type_vocab_size=7)
+    assert count_parameters(cfg) == closed_form_parameters(2**42, 2**14, 3, 3 * 2**14 + 5, 2**20, 7)
+    with pytest.raises(RuntimeError):  # building it for real is impossible: the test above really needs meta
+        BertModel(cfg)
+
+
 # 9. Saving ----------------------------------------------------------------------------------------------------
 
 
