@@ -99,6 +99,7 @@ class GradedClass:
     students: dict  # student id -> (kind, payload): ("mutant", Mutant) | ("control", chapter) | ("hostile", Case) ...
     before: dict  # digests taken before grading
     stdout: str
+    catalogue_problems: dict  # chapter -> why its mutation catalogue could not be built
 
 
 def tree_digest(*paths: Path) -> str:
@@ -122,6 +123,7 @@ def graded_class(tmp_path_factory) -> GradedClass:
     drop = tmp_path_factory.mktemp("drop")
     course = tmp_path_factory.mktemp("class") / "course"
     students: dict = {}
+    catalogue_problems: dict[str, str] = {}
 
     def submit(student: str, chapter: str, nb=None, raw: bytes | None = None, filename: str | None = None):
         folder = drop / student
@@ -135,7 +137,12 @@ def graded_class(tmp_path_factory) -> GradedClass:
     for chapter in mutation.chapters():
         submit("control", chapter, mutation.submission(chapter, None))
         submit("untouched", chapter, read(ROOT / "notebooks" / f"{chapter}.ipynb"))
-        for m in mutation.load_catalogue(chapter):
+        try:
+            catalogue = mutation.load_catalogue(chapter)
+        except SystemExit as exc:  # a stale catalogue fails its chapter's mutation test, not the whole session
+            catalogue_problems[chapter] = str(exc)
+            continue
+        for m in catalogue:
             student = f"m{chapter[:2]}-{m.name}"
             submit(student, chapter, mutation.submission(chapter, m))
             students[student] = ("mutant", m)
@@ -162,7 +169,7 @@ def graded_class(tmp_path_factory) -> GradedClass:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         report = grade.grade(course, drop, None, jobs=GRADE_JOBS, cell_timeout=CELL_TIMEOUT)
-    return GradedClass(course, drop, report, students, before, out.getvalue())
+    return GradedClass(course, drop, report, students, before, out.getvalue(), catalogue_problems)
 
 
 WRONG_INPUT_FORMAT = '''#| export

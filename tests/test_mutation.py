@@ -20,6 +20,7 @@ def outcomes(graded_class, chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_mutant_loses_points_and_the_control_keeps_full_marks(graded_class, chapter):
+    assert chapter not in graded_class.catalogue_problems, graded_class.catalogue_problems.get(chapter)
     mutation, got = outcomes(graded_class, chapter)
     mutants = mutation.load_catalogue(chapter)
     assert mutants, f"no mutants for {chapter} in autograder/mutants/{chapter}.py"

@@ -74,6 +74,9 @@ class NamedStubs(ClearSolutions):
         return replaced
 
 
+GRADER_ERRORS = ("NotGraded", "Tampering", "NotRun", "CellError")  # errors the sealed executor writes itself
+
+
 class HideTestTracebacks(NbGraderPreprocessor):  # NbGraderPreprocessor: enabled by default
     """In feedback, replace the error output of a test cell by its error name alone."""
 
@@ -81,7 +84,13 @@ class HideTestTracebacks(NbGraderPreprocessor):  # NbGraderPreprocessor: enabled
         if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
             outputs = []
             for out in cell.get("outputs", []):
-                if out.get("output_type") == "error":
+                if out.get("output_type") == "error" and out.get("ename") in GRADER_ERRORS:
+                    out = {  # the grader's own verdict (about the student's code, never the test's): shown
+                        "output_type": "stream",
+                        "name": "stderr",
+                        "text": f"{out.get('ename')}: {out.get('evalue', '')}\n",
+                    }
+                elif out.get("output_type") == "error":
                     out = {
                         "output_type": "stream",
                         "name": "stderr",

@@ -155,6 +155,7 @@ FORBIDDEN_MODULES = {
     "transformers",  # an answer that imports the reference library instead of writing the code
 }
 REVIEW_MODULES: dict[str, str] = {}  # module -> why it is flagged for review (graded normally)
+INTERPRETER_MODULES = {"os", "sys", "builtins", "importlib", "ctypes", "gc", "inspect", "posix"}
 SYS_ALLOWED = {"maxsize", "float_info", "version_info", "platform", "stdout", "stderr", "byteorder", "int_info"}
 OS_ALLOWED = {"path", "environ", "getenv", "cpu_count", "listdir", "makedirs", "fspath", "sep", "linesep",
               "scandir", "walk", "stat", "replace", "rename", "remove", "unlink", "getcwd", "PathLike", "mkdir",
@@ -213,13 +214,14 @@ def screen(sources: list[str], module_aliases: set[str] | None = None) -> Screen
             stripped = line.strip()
             if stripped.startswith("!") or stripped.startswith("%%bash") or stripped.startswith("%%sh") \
                     or stripped.startswith("%system") or stripped.startswith("%%script"):
-                out.tamper.append(f"runs a shell command: {stripped[:60]!r}")
+                out.review.append(f"has a shell command (not run while grading): {stripped[:60]!r}")
             elif stripped.startswith("%"):
                 out.review.append(f"uses an IPython magic (not run while grading): {stripped[:60]!r}")
+        if lines and lines[0].strip().startswith("%%"):
+            lines = lines[1:]  # a cell magic's body is Python
+        clean = [re.match(r"\s*", ln).group(0) + "pass" if ln.strip().startswith(("%", "!")) else ln for ln in lines]
         try:
-            from IPython.core.inputtransformer2 import TransformerManager
-
-            trees.append(ast.parse(TransformerManager().transform_cell(source)))
+            trees.append(ast.parse("\n".join(clean)))
         except SyntaxError:
             continue  # a syntax error fails its own cell when it runs
     for tree in trees:
@@ -253,16 +255,22 @@ def screen(sources: list[str], module_aliases: set[str] | None = None) -> Screen
             elif isinstance(node, ast.Call):
                 func = node.func
                 name = func.id if isinstance(func, ast.Name) else None
-                if name in FORBIDDEN_CALLS:
+                if name == "vars" and node.args:
+                    out.review.append("calls vars(...)")
+                elif name in FORBIDDEN_CALLS:
                     out.tamper.append(f"calls {name}()")
-                elif name in ("getattr", "setattr", "delattr", "hasattr"):
+                elif name in ("getattr", "setattr", "delattr", "hasattr") and node.args:
                     target = node.args[1] if len(node.args) > 1 else None
-                    if not (isinstance(target, ast.Constant) and isinstance(target.value, str)
-                            and not target.value.startswith("__")):
-                        out.tamper.append(f"calls {name}() with a computed or special attribute name")
-                    elif name in ("setattr", "delattr") and node.args \
-                            and _dotted(node.args[0]).split(".")[0] in aliases:
+                    owner = _dotted(node.args[0]).split(".")[0]
+                    literal = isinstance(target, ast.Constant) and isinstance(target.value, str)
+                    if literal and target.value.startswith("__"):
+                        out.tamper.append(f"calls {name}() with the special attribute {target.value!r}")
+                    elif name in ("setattr", "delattr") and owner in aliases:
                         out.tamper.append(f"{name}() on the module {_dotted(node.args[0])}")
+                    elif not literal and owner in INTERPRETER_MODULES | {"__builtins__"}:
+                        out.tamper.append(f"calls {name}() on {owner} with a computed name")
+                    elif not literal and name != "hasattr" and owner not in ("self", "cls"):
+                        out.review.append(f"calls {name}({owner or '...'}, <computed name>)")
                 elif name == "type" and len(node.args) == 3:
                     out.tamper.append("builds a class with type(name, bases, dict)")
                 elif name == "open" and node.args and isinstance(node.args[0], ast.Constant) \
