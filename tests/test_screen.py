@@ -25,7 +25,8 @@ HONEST = [
     "name = x.__class__.__name__",
     "if __name__ == '__main__':\n    pass",
     "try:\n    y = int(s)\nexcept ValueError:\n    y = 0",
-    "from dataclasses import dataclass\n@dataclass\nclass Pair:\n    a: int\n    def __repr__(self):\n        return 'P'",
+    "from dataclasses import dataclass\n@dataclass\nclass Pair:\n    a: int\n"
+    "    def __repr__(self):\n        return 'P'",
     "%%time\nx = sum(range(10))",
     "model = nn.Sequential(nn.Linear(2, 2))\nfor m in model.modules():\n    pass",
 ]
