@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 import types
 
@@ -62,6 +63,9 @@ class _Shell:
 
 
 def _transform(source: str) -> str:
+    """IPython syntax (magics, shell lines) as Python calls; plain Python is left alone (no IPython import)."""
+    if not any(line.lstrip().startswith(("%", "!")) for line in source.split("\n")):
+        return source
     from IPython.core.inputtransformer2 import TransformerManager
 
     return TransformerManager().transform_cell(source)
@@ -224,6 +228,7 @@ def main() -> int:
     integrity = Integrity()
     integrity.watch()
     _send = results.write
+    _clock = time.perf_counter
     _flush = results.flush
     _dumps = json.dumps
     signal.signal(signal.SIGALRM, _alarm)
@@ -247,6 +252,7 @@ def main() -> int:
             ns.update(helpers)
         before = dict(ns)
         signal.alarm(int(req.get("timeout", 120)))
+        started = _clock()
         try:
             outputs = _execute(req["source"], ns, show_result=kind != "test")
         except BaseException as exc:  # noqa: BLE001 (a timeout that fired between cells)
@@ -261,7 +267,7 @@ def main() -> int:
         integrity.watch()  # modules first imported by this cell are watched from now on
         passed = not any(o["output_type"] == "error" for o in outputs)
         _send(_dumps({"index": req["index"], "nonce": req["nonce"], "passed": passed, "outputs": outputs,
-                      "tampered": tampered}) + "\n")
+                      "tampered": tampered, "seconds": round(_clock() - started, 3)}) + "\n")
         _flush()
 
 

@@ -187,7 +187,9 @@ class SealedExecute(NbGraderPreprocessor):
         report = {"student": student, "assignment": assignment, "notebook": notebook, "seconds": result.seconds,
                   "flags": result.flags, "review": result.review, "problems": result.problems,
                   "sandbox": result.sandbox,
-                  "tests": {c.grade_id: c.passed for c in result.cells if c.kind == "test"}}
+                  "tests": {c.grade_id: c.passed for c in result.cells if c.kind == "test"},
+                  "slowest_cells": [[c.index, c.kind, c.grade_id, c.seconds] for c in
+                                    sorted(result.cells, key=lambda c: -c.seconds)[:5]]}
         out = Path(self.report_root) / assignment
         out.mkdir(parents=True, exist_ok=True)
         tmp = out / f".{student}.json.tmp"

@@ -343,6 +343,7 @@ class CellResult:
     passed: bool
     outputs: list[dict]
     ran: bool = True
+    seconds: float = 0.0
 
 
 @dataclass
@@ -557,7 +558,7 @@ def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = Non
             if reply.get("tampered"):
                 result.flags += [f"during test {cell.grade_id}: {t}" for t in reply["tampered"]]
             result.cells.append(CellResult(i, cell.kind, cell.grade_id, bool(reply.get("passed")),
-                                           list(reply.get("outputs", []))))
+                                           list(reply.get("outputs", [])), seconds=float(reply.get("seconds", 0))))
     finally:
         _kill(proc)
     if result.flags:
