@@ -141,7 +141,7 @@ def run_quick(chapter: str, mutants: list[Mutant]) -> dict[str, Outcome]:
         student = CONTROL if mutant is None else mutant.student
         nb = mutated_solution(chapter, mutant)
         plan = plan_source_notebook(nb)
-        result = run_cells(plan)
+        result = run_cells(plan, chapter=chapter)
         failed = [c.grade_id for c in result.cells if c.grade_id in pts and not c.passed]
         total = sum(pts.values())
         outcomes[student] = Outcome(student, total - sum(pts[g] for g in failed), total, failed,

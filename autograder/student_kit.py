@@ -20,6 +20,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from minibert_course.export import KIT_MARKER, PACKAGE, build_package  # noqa: E402
 
+GRADER_ONLY = ("sealed.py", "judge.py", "nbgrader_ext.py", "release.py")  # instructor tooling, not for the kit
+
 KIT_MAKEFILE = """\
 # minibert student kit: `make lab` creates .venv (first run only), installs the pinned course environment
 # with your own minibert package (editable: your exports take effect in new kernels), and opens JupyterLab.
@@ -71,8 +73,8 @@ def build_kit(kit: Path, root: Path = ROOT) -> Path:
     package.mkdir(parents=True)
     for name, text in build_package(notebooks).items():
         (package / name).write_text(text, encoding="utf-8")
-    shutil.copytree(root / "src" / "minibert_course", kit / "src" / "minibert_course",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root / "src" / "minibert_course", kit / "src" / "minibert_course",  # the grader stays home
+                    ignore=shutil.ignore_patterns("__pycache__", *GRADER_ONLY))
     for name in ("pyproject.toml", "environment.yml", "data-requirements.txt"):
         shutil.copy2(root / name, kit / name)
     (kit / "Makefile").write_text(KIT_MAKEFILE, encoding="utf-8")
