@@ -384,3 +384,35 @@ def test_pretraining_loss_by_hand():
     # the padding row's logits are irrelevant: change them wildly, same loss
     pred[0, 2] = torch.tensor([100.0, -50.0, 3.0, 7.0])
     assert pretraining_loss(pred, labels, nsp_logits, nsp_labels)[0].item() == pytest.approx(loss.item(), abs=1e-6)
+
+
+def test_next_sentence_logits_by_hand():
+    """The NSP head: classifier(tanh(dense(h[:, 0]))), with weights chosen so that every step shows."""
+    from minibert.heads import next_sentence_logits
+
+    dense, classifier = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        dense.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, -2.0]]))
+        dense.bias.copy_(torch.tensor([0.0, 1.0]))
+        classifier.weight.copy_(torch.tensor([[1.0, 1.0], [2.0, -1.0]]))
+        classifier.bias.copy_(torch.tensor([0.5, -0.5]))
+    h = torch.tensor([[[0.5, 1.0], [9.0, 9.0]], [[-1.0, 0.0], [-9.0, 9.0]]])  # (B=2, T=2, H=2); position 0 = [CLS]
+    pooled = [[math.tanh(0.5), math.tanh(-1.0)], [math.tanh(-1.0), math.tanh(1.0)]]  # tanh(W h0 + b)
+    expected = torch.tensor([[p0 + p1 + 0.5, 2 * p0 - p1 - 0.5] for p0, p1 in pooled])
+    assert max_diff(next_sentence_logits(h, dense, classifier), expected) < 1e-6
+
+
+def test_the_model_reads_nsp_from_the_pooler_and_seq_relationship(batch):
+    """BertForPreTraining's NSP logits are next_sentence_logits of bert.pooler.dense and cls.seq_relationship,
+    and equal the classifier applied to BertModel's pooler_output."""
+    torch.manual_seed(3)
+    model = BertForPreTraining(small_config()).eval()
+    with torch.no_grad():
+        out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        base = model.bert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        h0 = base.last_hidden_state[:, 0]
+        dense, cls = model.bert.pooler.dense, model.cls.seq_relationship
+        expected = torch.tanh(h0 @ dense.weight.T + dense.bias) @ cls.weight.T + cls.bias
+    assert out.seq_relationship_logits.shape == (B, 2)
+    assert max_diff(out.seq_relationship_logits, expected) < 1e-6
+    assert max_diff(out.seq_relationship_logits, cls(base.pooler_output)) < 1e-6

@@ -140,6 +140,11 @@ class NSPInstance:
     next_sentence_label: int  # 0 = IsNext (B follows A), 1 = NotNext (B from another document)
 
 
+def _draw_target_length(rng: random.Random, max_num_tokens: int, short_seq_prob: float) -> int:
+    """Usually fill the input (max_num_tokens); with probability short_seq_prob a shorter target, 2..max."""
+    return rng.randint(2, max_num_tokens) if rng.random() < short_seq_prob else max_num_tokens
+
+
 def create_instances_from_document(
     documents: Sequence[Sequence[list[int]]],
     document_index: int,
@@ -152,16 +157,12 @@ def create_instances_from_document(
     rng = rng or random.Random()
     document = documents[document_index]
     max_num_tokens = max_seq_length - 3  # [CLS] A [SEP] B [SEP]
-
-    def draw_target() -> int:  # usually fill the input; sometimes (short_seq_prob) a shorter one
-        return rng.randint(2, max_num_tokens) if rng.random() < short_seq_prob else max_num_tokens
-
-    target_seq_length = draw_target()
+    target_seq_length = _draw_target_length(rng, max_num_tokens, short_seq_prob)
     instances, chunk, length, i = [], [], 0, 0
     while i < len(document):
         chunk.append(document[i])
         length += len(document[i])
-        if i == len(document) - 1 or length >= target_seq_length:
+        if i == len(document) - 1 or length >= target_seq_length:  # the chunk is complete: make one pair
             is_next = rng.random() < 0.5
             if is_next and len(chunk) == 1 and i + 1 < len(document):
                 i += 1  # a one-sentence chunk takes the document's next sentence as its B
@@ -179,7 +180,7 @@ def create_instances_from_document(
             if tokens_a and tokens_b:
                 instances.append(NSPInstance(tokens_a, tokens_b, label))
             chunk, length = [], 0
-            target_seq_length = draw_target()
+            target_seq_length = _draw_target_length(rng, max_num_tokens, short_seq_prob)
         i += 1
     return instances
 

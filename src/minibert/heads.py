@@ -49,6 +49,23 @@ class BertLMPredictionHead(nn.Module):
         return self.decoder(self.transform(x))
 
 
+def next_sentence_logits(
+    sequence_output: torch.Tensor, pooler_dense: nn.Linear, seq_relationship: nn.Linear
+) -> torch.Tensor:
+    """The NSP head: pooler (dense + tanh on the final [CLS] state) then the 2-way classifier.
+
+    Args:
+        sequence_output: (B, T, H) final hidden states; position 0 is [CLS].
+        pooler_dense: the pooler's Linear(H, H) (key `bert.pooler.dense`).
+        seq_relationship: the classifier Linear(H, 2) (key `cls.seq_relationship`).
+
+    Returns:
+        (B, 2) logits: column 0 scores IsNext, column 1 NotNext.
+    """
+    pooled = torch.tanh(pooler_dense(sequence_output[:, 0]))  # (B, H): the [CLS] state of every sequence
+    return seq_relationship(pooled)  # (B, 2)
+
+
 def pretraining_loss(
     prediction_logits: torch.Tensor,
     labels: torch.Tensor,
@@ -133,7 +150,8 @@ class BertForPreTraining(PreTrainedMixin, nn.Module):
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
                         output_hidden_states)
         logits, mlm_labels = _mlm_logits(self.cls.predictions, out.last_hidden_state, labels, targets_only)
-        nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
+        nsp_logits = next_sentence_logits(out.last_hidden_state, self.bert.pooler.dense,
+                                          self.cls.seq_relationship)  # (B, 2)
         loss = mlm_loss = nsp_loss = None
         if labels is not None and next_sentence_label is not None:
             loss, mlm_loss, nsp_loss = pretraining_loss(logits, mlm_labels, nsp_logits, next_sentence_label)
