@@ -100,6 +100,16 @@ def test_wordpiece_max_input_chars_per_word_boundary():
     assert tok.tokenize("unwant unwanted running") == reference_wordpiece(REFERENCE_VOCAB, "unwant unwanted running", 6)
 
 
+
+def test_wordpiece_default_limit_counts_up_to_100_characters():
+    tok = WordPieceTokenizer(REFERENCE_VOCAB)
+    exactly_100, over_100 = "want" * 25, "running" + "want" * 23 + "ed"  # both could be spelled
+    assert len(exactly_100) == 100 and len(over_100) == 101
+    assert tok.tokenize(exactly_100) == ["want"] + ["##want"] * 24
+    assert tok.tokenize(over_100) == ["[UNK]"]
+    text = f"{exactly_100} {over_100}"
+    assert tok.tokenize(text) == reference_wordpiece(REFERENCE_VOCAB, text)
+
 def test_wordpiece_custom_unk_token():
     tok = WordPieceTokenizer({**{t: i for i, t in enumerate(REFERENCE_VOCAB)}, "<unk>": 10}, unk_token="<unk>")
     assert tok.tokenize("xyz want") == ["<unk>", "want"]
@@ -218,6 +228,18 @@ def test_build_inputs_empty_segments():
     assert build_inputs([], []) == (["[CLS]", "[SEP]", "[SEP]"], [0, 0, 1])
 
 
+
+def test_build_inputs_empty_pair_is_a_segment():
+    assert build_inputs(["a"], []) == (["[CLS]", "a", "[SEP]", "[SEP]"], [0, 0, 0, 1])
+
+
+def test_build_inputs_returns_new_lists():
+    a, b = ["x", "y"], ["z"]
+    tokens, segments = build_inputs(a, b)
+    assert a == ["x", "y"] and b == ["z"]
+    assert type(tokens) is list and type(segments) is list
+    assert build_inputs(("a",), ("b",)) == (["[CLS]", "a", "[SEP]", "b", "[SEP]"], [0, 0, 0, 1, 1])
+
 def test_build_inputs_matches_tokenizers_pair_encoding(reference, wiki_paragraphs):
     a, b = wiki_paragraphs[0], wiki_paragraphs[1]
     pieces_a = reference.encode(a, add_special_tokens=False).tokens
@@ -301,10 +323,23 @@ def test_windows_empty_input():
     assert split_into_windows([]) == [[]]
 
 
+
+def test_windows_ending_exactly_at_a_window_get_no_extra_window():
+    assert split_into_windows(list(range(892))) == [list(range(510)), list(range(382, 892))]
+    windows = split_into_windows(list(range(20)), max_length=7, stride=0)
+    assert windows == [list(range(i, i + 5)) for i in (0, 5, 10, 15)]
+
+
+def test_windows_are_lists_whatever_the_input():
+    assert split_into_windows("abcdefghij", max_length=6, stride=2) == [list("abcd"), list("cdef"), list("efgh"),
+                                                                         list("ghij")]
+    assert split_into_windows((1, 2)) == [[1, 2]]
+
 @pytest.mark.parametrize("stride", [-1, 510, 600])
-def test_windows_invalid_stride(stride):
+@pytest.mark.parametrize("n", [10, 1000])
+def test_windows_invalid_stride(stride, n):
     with pytest.raises(ValueError, match="stride"):
-        split_into_windows(list(range(1000)), max_length=512, stride=stride)
+        split_into_windows(list(range(n)), max_length=512, stride=stride)
 
 
 # --- vocabularies -----------------------------------------------------------------------------------------------
@@ -376,6 +411,28 @@ def test_train_wordpiece_and_save_vocab(tmp_path):
     for text in [*texts[:3], "Unseen catsdogs!"]:
         assert tok.tokenize(text) == trained.encode(text).tokens
 
+
+
+@pytest.fixture(scope="module")
+def trained_on_wikipedia(wiki_paragraphs):
+    return train_wordpiece(wiki_paragraphs, vocab_size=2000)
+
+
+def test_train_wordpiece_normalizes_and_pre_tokenizes_like_bert(trained_on_wikipedia):
+    def pieces(text):
+        return trained_on_wikipedia.encode(text, add_special_tokens=False).tokens
+
+    punctuation = [t for t in pieces("well...done, history.") if not t[-1].isalpha()]
+    assert punctuation == [".", ".", ".", ",", "."]  # every punctuation character is a word of its own
+    assert "".join(t.removeprefix("##") for t in pieces("Café Naïve")) == "cafenaive"
+    assert len(trained_on_wikipedia.get_vocab()) == 2000
+
+
+def test_train_wordpiece_min_frequency_and_case(wiki_paragraphs):
+    rare = train_wordpiece(wiki_paragraphs[:200], vocab_size=2000, min_frequency=10**6).get_vocab()
+    assert all(len(t.removeprefix("##")) == 1 for t in rare if t not in SPECIAL_TOKENS)  # nothing merged
+    cased = train_wordpiece(wiki_paragraphs[:200], vocab_size=800, lowercase=False)
+    assert cased.encode("The", add_special_tokens=False).tokens[0].startswith("T")
 
 def test_pretrained_vocab_file():
     path = pretrained_vocab_file()
