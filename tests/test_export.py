@@ -195,3 +195,11 @@ def test_export_cells_run_into_a_live_package_module(shell, monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # grading: later cells import the reference package
     shell.run_cell("#| export\ndef f():\n    return 'changed'", cell_id="b")
     assert shell.run_cell("import minibert.livedemo\nminibert.livedemo.f()", cell_id="d").result == "from the notebook"
+
+
+def test_a_stub_names_the_function_a_student_can_find():
+    from minibert_course.nbgrader_ext import enclosing_name
+
+    lines = ["class A:", "    def f(self):", "        def g():", "            x = 1", "        y = 2", "def h():",
+             "    z = 3", "w = 4"]
+    assert [enclosing_name(lines, i) for i in (3, 4, 6, 7)] == ["A.f", "A.f", "h", None]

@@ -21,13 +21,18 @@ _DEF = re.compile(r"^(\s*)(?:async\s+def|def|class)\s+(\w+)")
 def enclosing_name(lines: list[str], index: int) -> str | None:
     """Dotted name of the def/class that encloses line `index` (by indentation), or None at top level."""
     indent = len(lines[index]) - len(lines[index].lstrip())
-    names = []
+    found = []  # (kind, name), innermost first
     for line in reversed(lines[:index]):
         match = _DEF.match(line)
         if match and len(match.group(1)) < indent:
-            names.append(match.group(2))
+            found.append(("class" if line.lstrip().startswith("class") else "def", match.group(2)))
             indent = len(match.group(1))
-    return ".".join(reversed(names)) or None
+    names = []
+    for kind, name in reversed(found):  # outermost first; a function nested in a function is not addressable
+        names.append(name)
+        if kind == "def":
+            break
+    return ".".join(names) or None
 
 
 def stub_message(chapter: str, module: str | None, name: str | None) -> str:
