@@ -12,6 +12,7 @@ import re
 
 from nbgrader import utils
 from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
+from traitlets import Int, Unicode
 
 from minibert_course.export import PACKAGE, default_module, parse_directives
 
@@ -137,8 +138,6 @@ class SealedExecute(NbGraderPreprocessor):
     """Autograde's execution step, sealed (see minibert_course.sealed): the instructor's notebook with the
     student's answers runs in a sandboxed plain interpreter; each test cell's output says whether its asserts
     ran to the end. Replaces nbgrader's `Execute` in `Autograde.autograde_preprocessors`."""
-
-    from traitlets import Int, Unicode
 
     uid = Int(61000, help="unprivileged uid the submission runs as").tag(config=True)
     cell_timeout = Int(120, help="seconds per cell").tag(config=True)
