@@ -54,6 +54,12 @@ Run `make lab`: the first run creates `.venv` and installs the course environmen
 JupyterLab opens on `notebooks/`. Work through the chapters in order. The last cell of each chapter exports your
 code into `src/minibert/`, so that later chapters and `import minibert` run on your own implementation. Until you
 export a chapter, its functions raise `NotImplementedError` naming the chapter to complete.
+
+How your notebooks are graded: the grader takes your answer cells (and any code cells you add) and runs them with
+the course's own given cells and tests, hidden tests included, in a plain Python interpreter: IPython magics and
+`!` commands in your answers are not run there, and edits to given or test cells are not used. Each chapter is
+graded on its own, with the reference code of the earlier chapters. Code that tampers with the grader (hooks,
+monkeypatching a library, faking comparisons, ...) earns no points and is flagged for your instructor.
 """
 
 
