@@ -279,7 +279,7 @@ def merge_gradebook(main_db: Path, shard_db: Path) -> int:
                     dst.db.expire_all()
                 except MissingEntry:
                     pass
-                new = dst.add_submission(assignment.name, student, timestamp=sub.timestamp)
+                dst.add_submission(assignment.name, student, timestamp=sub.timestamp)
                 for nb in sub.notebooks:
                     target = dst.find_submission_notebook(nb.name, assignment.name, student)
                     target.flagged = nb.flagged
@@ -292,7 +292,6 @@ def merge_gradebook(main_db: Path, shard_db: Path) -> int:
                         t = dst.find_comment(c.name, nb.name, assignment.name, student)
                         t.auto_comment, t.manual_comment = c.auto_comment, c.manual_comment
                 dst.db.commit()
-                del new
                 n += 1
     return n
 

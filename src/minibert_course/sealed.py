@@ -122,8 +122,8 @@ def plan_submission(source_nb, submitted: dict) -> Plan:
             added.setdefault(anchor, []).append(text(c))
 
     problems, cells = [], []
-    for key in added.get(None, []):
-        cells.append(PlannedCell("student", key))
+    for extra in added.get(None, []):  # added above every instructor cell
+        cells.append(PlannedCell("student", extra))
     for index, cell in enumerate(source_nb.cells):
         meta = nbgrader_meta(cell)
         gid, cid = meta.get("grade_id"), cell.get("id")
@@ -294,8 +294,6 @@ def screen(sources: list[str], module_aliases: set[str] | None = None) -> Screen
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in FAKE_DUNDERS:
                         out.tamper.append(f"class {node.name} defines {item.name} (could fake a test's comparison)")
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                pass
             elif isinstance(node, ast.Raise) and node.exc is not None:
                 raised = _dotted(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
                 if raised.split(".")[-1] in ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "BaseException"):
