@@ -42,18 +42,11 @@ class Case:
 
 def answered(honest: bool) -> nbformat.NotebookNode:
     """The released notebook, answered with the solutions (honest) or left with its stubs."""
-    from minibert_course.export import strip_solution_markers
-
-    nb = nbformat.read(ROOT / "notebooks" / f"{CHAPTER}.ipynb", as_version=4)
     if honest:
-        solutions = nbformat.read(ROOT / "solutions" / f"{CHAPTER}.ipynb", as_version=4)
-        answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solutions.cells
-                   if c.metadata.get("nbgrader", {}).get("solution")}
-        for cell in nb.cells:
-            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if gid in answers:
-                cell.source = strip_solution_markers(answers[gid])
-    return nb
+        from mutation import submission  # the same builder as the mutation catalogue's control
+
+        return submission(CHAPTER, None)
+    return nbformat.read(ROOT / "notebooks" / f"{CHAPTER}.ipynb", as_version=4)
 
 
 def cell(nb, grade_id: str):
