@@ -1,9 +1,10 @@
 # Generated from notebook 03_attention.ipynb by minibert_course.export: edit the notebook, not this file.
 """Scaled dot-product and multi-head self-attention (chapter 03).
 
-Why two paths: `scaled_dot_product_attention` below is the formula written out, which students write and which
-returns the attention probabilities for plotting; the model's fast path calls PyTorch's fused
-`torch.nn.functional.scaled_dot_product_attention` (flash / memory-efficient kernels) and gives the same output.
+Why two paths: `attention_with_probs` below is the formula written out, which students write and which returns
+the attention probabilities for plotting; the model's fast path calls PyTorch's fused
+`torch.nn.functional.scaled_dot_product_attention` (flash / memory-efficient kernels), which gives the same output
+but no probabilities. (The written-out function has its own name so that it never shadows PyTorch's.)
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype = torch.float3
     return additive_mask(attention_mask[:, None, None, :], dtype)
 
 
-def scaled_dot_product_attention(
+def attention_with_probs(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
@@ -83,7 +84,7 @@ class BertSelfAttention(nn.Module):
         q, k, v = heads(self.query(hidden_states)), heads(self.key(hidden_states)), heads(self.value(hidden_states))
         dropout_p = self.dropout_p if self.training else 0.0
         if output_attentions:
-            context, probs = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+            context, probs = attention_with_probs(q, k, v, mask, dropout_p)
         else:
             context, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
         return context.transpose(1, 2).reshape(B, T, H), probs  # (B, A, T, d) -> (B, T, H)

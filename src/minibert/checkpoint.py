@@ -7,6 +7,7 @@ Why strict: a checkpoint whose keys or shapes do not match the model must fail, 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,15 +17,29 @@ from safetensors.torch import load_file, save_file
 from minibert.config import BertConfig
 
 LEGACY_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")  # saved by old transformers, not weights
+LEGACY_NAMES = {"LayerNorm.gamma": "LayerNorm.weight", "LayerNorm.beta": "LayerNorm.bias"}  # TensorFlow-era BERT
+
+
+def _load_file(path: Path) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        return load_file(str(path))
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def load_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
-    """The tensors of model.safetensors (preferred) or pytorch_model.bin in `folder`."""
+    """The tensors of model.safetensors (preferred) or pytorch_model.bin in `folder`, or of the shards that their
+    `.index.json` lists (how transformers saves large models)."""
     folder = Path(folder)
-    if (folder / "model.safetensors").exists():
-        return load_file(str(folder / "model.safetensors"))
-    if (folder / "pytorch_model.bin").exists():
-        return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (folder / name).exists():
+            return _load_file(folder / name)
+        index = folder / f"{name}.index.json"
+        if index.exists():
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+            missing = [s for s in shards if not (folder / s).exists()]
+            if missing:
+                raise FileNotFoundError(f"{index} lists shards that are missing: {missing}")
+            return {k: v for shard in shards for k, v in _load_file(folder / shard).items()}
     raise FileNotFoundError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
 
 
@@ -35,6 +50,8 @@ def adapt_keys(state: dict[str, torch.Tensor], expected: set[str], prefix: str) 
     (e.g. `cls.*` when loading a pretraining checkpoint into BertModel) are dropped: they are not part of it.
     """
     state = {k: v for k, v in state.items() if not k.endswith(LEGACY_BUFFERS)}
+    for old, new in LEGACY_NAMES.items():  # `...LayerNorm.gamma` -> `...LayerNorm.weight`, as transformers does
+        state = {(k[: -len(old)] + new if k.endswith(old) else k): v for k, v in state.items()}
     model_prefixed = any(k.startswith(prefix) for k in expected)
     ckpt_prefixed = any(k.startswith(prefix) for k in state)
     if ckpt_prefixed and not model_prefixed:
@@ -67,7 +84,12 @@ class PreTrainedMixin:
     """Weight initialization, parameter counting, and Hugging Face-compatible load/save for minibert models."""
 
     base_model_prefix = "bert"
-    tied_weights: dict[str, str] = {}  # key -> the key whose tensor it shares (not saved twice)
+    _tied_weights_keys: dict[str, str] = {}  # key -> the key whose tensor it shares, when the config ties them
+
+    @property
+    def tied_weights(self) -> dict[str, str]:
+        """The keys stored once because they share a tensor (none when config.tie_word_embeddings is False)."""
+        return dict(self._tied_weights_keys) if self.config.tie_word_embeddings else {}
 
     def init_weights(self) -> None:
         """Hugging Face's BERT initialization: normal(0, initializer_range), zero biases, LayerNorm = identity."""
@@ -100,7 +122,13 @@ class PreTrainedMixin:
         model = cls(BertConfig.from_json_file(folder / "config.json"), **kwargs)
         expected = set(model.state_dict())
         state = adapt_keys(load_state_dict(folder), expected, cls.base_model_prefix + ".")
-        for tied, source in getattr(model, "tied_weights", {}).items():  # saved once, under the source's name
+        for tied, source in model.tied_weights.items():  # saved once, under the source's name
+            if tied in state and source in state and not torch.equal(state[tied], state[source]):
+                raise ValueError(  # loading both into the one shared tensor would let the last one win silently
+                    f"the checkpoint's {tied} differs from its {source}, but config.json ties them "
+                    "(tie_word_embeddings is true or absent): if this model was trained with a separate output "
+                    'matrix, set "tie_word_embeddings": false in config.json to load both'
+                )
             if tied not in state and source in state:
                 state[tied] = state[source]
         check_state_dict(model, state)
@@ -111,7 +139,7 @@ class PreTrainedMixin:
         """Write config.json and model.safetensors that `transformers` (and minibert) load."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        tied = getattr(self, "tied_weights", {})  # e.g. the MLM decoder = the word embeddings: store it once
+        tied = self.tied_weights  # e.g. the MLM decoder = the word embeddings: store it once
         state = {k: v.detach().contiguous() for k, v in self.state_dict().items() if k not in tied}
         weights_tmp, config_tmp = folder / "model.safetensors.tmp", folder / "config.json.tmp"
         try:  # write both files aside, then swap them in: an interrupted save leaves the old pair intact

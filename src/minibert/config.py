@@ -31,6 +31,8 @@ class BertConfig:
         initializer_range: std of the normal initialization of weights.
         layer_norm_eps: 1e-12, as in the original TensorFlow code (PyTorch's default is 1e-5).
         pad_token_id: id of [PAD], whose embedding row starts at zero.
+        tie_word_embeddings: the MLM decoder shares the word-embedding matrix (chapter 06). Some checkpoints train
+            them apart (`false` in their config.json): then the decoder has its own weight and bias.
     """
 
     vocab_size: int = 30522
@@ -46,6 +48,7 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
+    tie_word_embeddings: bool = True
 
     def __post_init__(self):
         if self.hidden_size % self.num_attention_heads:
@@ -84,6 +87,10 @@ class BertConfig:
         """Known fields only: a Hugging Face config.json carries many more (architectures, torch_dtype, ...)."""
         if data.get("model_type", "bert") != "bert":
             raise ValueError(f"not a BERT config: model_type={data.get('model_type')!r}")
+        unsupported = {"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False}
+        for name, ours in unsupported.items():  # weights of these variants would load, but compute something else
+            if data.get(name, ours) != ours:
+                raise ValueError(f"config.json has {name}={data[name]!r}: minibert implements {name}={ours!r} only")
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 

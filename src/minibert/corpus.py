@@ -17,7 +17,7 @@ from pathlib import Path
 
 WIKI_SAMPLE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
-_REF = re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I)
+_REF = re.compile(r"<ref\b[^>]*/\s*>|<ref\b[^>]*>.*?</ref\s*>", re.S | re.I)  # self-closing first: <ref name="a/b" />
 _MEDIA = re.compile(r"\[\[(?:file|image|category):(?:[^\[\]]|\[\[[^\[\]]*\]\])*\]\]", re.I)
 _TABLE = re.compile(r"^\{\|.*?^\|\}", re.S | re.M)
 _HEADING = re.compile(r"^[ \t]*=+[^\n]*=+[ \t]*$", re.M)  # "== Early life ==": a section break, not text

@@ -119,6 +119,13 @@ class BertOnlyMLMHead(nn.Module):
         self.predictions = BertLMPredictionHead(config, word_embeddings)
 
 
+def untie_decoder(head: BertLMPredictionHead) -> None:
+    """Give the decoder its own weight and bias (config.tie_word_embeddings=False), as transformers does: then a
+    checkpoint stores both matrices and both are loaded, each into its own tensor."""
+    head.decoder.weight = nn.Parameter(head.decoder.weight.detach().clone())
+    head.decoder.bias = nn.Parameter(head.decoder.bias.detach().clone())
+
+
 def _mlm_logits(head: BertLMPredictionHead, sequence_output, labels, targets_only: bool):
     """Vocabulary logits at every position (B, T, V), or only at the targets (N, V) with their labels (N,)."""
     if not targets_only:
@@ -132,7 +139,7 @@ def _mlm_logits(head: BertLMPredictionHead, sequence_output, labels, targets_onl
 class BertForPreTraining(PreTrainedMixin, nn.Module):
     """BERT with the MLM and NSP heads; loss L = L_MLM + L_NSP when both kinds of labels are given."""
 
-    tied_weights = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+    _tied_weights_keys = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
                     "cls.predictions.decoder.bias": "cls.predictions.bias"}
 
     def __init__(self, config: BertConfig):
@@ -140,6 +147,8 @@ class BertForPreTraining(PreTrainedMixin, nn.Module):
         self.config = config
         self.bert = BertModel(config)
         self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings)
+        if not config.tie_word_embeddings:
+            untie_decoder(self.cls.predictions)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
@@ -162,7 +171,7 @@ class BertForPreTraining(PreTrainedMixin, nn.Module):
 class BertForMaskedLM(PreTrainedMixin, nn.Module):
     """BERT with the MLM head only (no pooler, no NSP), as RoBERTa-style pretraining uses."""
 
-    tied_weights = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+    _tied_weights_keys = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
                     "cls.predictions.decoder.bias": "cls.predictions.bias"}
 
     def __init__(self, config: BertConfig):
@@ -170,6 +179,8 @@ class BertForMaskedLM(PreTrainedMixin, nn.Module):
         self.config = config
         self.bert = BertModel(config, add_pooling_layer=False)
         self.cls = BertOnlyMLMHead(config, self.bert.embeddings.word_embeddings)
+        if not config.tie_word_embeddings:
+            untie_decoder(self.cls.predictions)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,

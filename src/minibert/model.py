@@ -81,6 +81,21 @@ class BaseModelOutputWithPooling:
     attentions: tuple[torch.Tensor, ...] | None = None  # L times (B, A, T, T)
 
 
+def check_input_ids(input_ids: torch.Tensor, vocab_size: int) -> None:
+    """Raise, naming the id, if `input_ids` leave the vocabulary: the usual sign of a tokenizer/checkpoint mismatch.
+    The model calls it for CPU tensors only, outside torch.compile: on a GPU, reading the ids back would stall the
+    device on every forward pass, and a compiled graph would break at the data-dependent branch."""
+    if input_ids.numel() == 0:
+        return
+    low, high = int(input_ids.min()), int(input_ids.max())
+    if low < 0 or high >= vocab_size:
+        bad = low if low < 0 else high
+        raise ValueError(
+            f"input id {bad} is outside the model's vocabulary of {vocab_size} ids: "
+            "the tokenizer and the checkpoint do not match"
+        )
+
+
 class BertModel(PreTrainedMixin, nn.Module):
     """The bidirectional encoder: embeddings -> L post-LN layers -> pooler.
 
@@ -109,12 +124,8 @@ class BertModel(PreTrainedMixin, nn.Module):
         output_hidden_states: bool = False,
     ) -> BaseModelOutputWithPooling:
         """input_ids, attention_mask (1 = piece, 0 = padding), token_type_ids: (B, T)."""
-        bad = input_ids[(input_ids < 0) | (input_ids >= self.config.vocab_size)]
-        if bad.numel():
-            raise ValueError(
-                f"input id {int(bad[0])} is outside the model's vocabulary of {self.config.vocab_size} ids: "
-                "the tokenizer and the checkpoint do not match"
-            )
+        if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
+            check_input_ids(input_ids, self.config.vocab_size)  # on GPU the embedding lookup itself asserts
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
         mask = None if attention_mask is None else padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
         hidden, attentions = [x], []

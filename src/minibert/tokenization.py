@@ -9,6 +9,7 @@ Why from scratch: the tokenizer decides what the model can see. Writing greedy l
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -133,13 +134,21 @@ def _is_cjk(cp: int) -> bool:
 
 
 class BasicTokenizer:
-    """Text -> words: clean, isolate CJK ideographs, (un)case, split on whitespace and punctuation.
+    """Text -> words: clean, isolate CJK ideographs, strip accents, lower-case, split on whitespace and punctuation.
 
-    Matches `tokenizers`' BertNormalizer + BertPreTokenizer, which is what bert-base-uncased uses.
+    Matches `tokenizers`' BertNormalizer + BertPreTokenizer, which is what Hugging Face's BERT tokenizers use.
+
+    Args:
+        do_lower_case: True for uncased models (bert-base-uncased), False for cased ones (bert-base-cased).
+        strip_accents: remove accents (é -> e); None follows do_lower_case, as in transformers.
+        tokenize_chinese_chars: put spaces around CJK ideographs, so each becomes a word of its own.
     """
 
-    def __init__(self, do_lower_case: bool = True):
+    def __init__(self, do_lower_case: bool = True, strip_accents: bool | None = None,
+                 tokenize_chinese_chars: bool = True):
         self.do_lower_case = do_lower_case
+        self.strip_accents = do_lower_case if strip_accents is None else strip_accents
+        self.tokenize_chinese_chars = tokenize_chinese_chars
 
     def normalize(self, text: str) -> str:
         out = []
@@ -149,15 +158,14 @@ class BasicTokenizer:
                 continue
             if _is_whitespace(ch):
                 out.append(" ")
-            elif _is_cjk(cp):
+            elif self.tokenize_chinese_chars and _is_cjk(cp):
                 out.append(f" {ch} ")
             else:
                 out.append(ch)
         text = "".join(out)
-        if self.do_lower_case:
-            text = unicodedata.normalize("NFD", text)
-            text = "".join(ch.lower() for ch in text if unicodedata.category(ch) != "Mn")
-        return text
+        if self.strip_accents:  # decompose (é -> e + combining accent), then drop the combining marks
+            text = "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) != "Mn")
+        return "".join(ch.lower() for ch in text) if self.do_lower_case else text  # per character: final sigma
 
     def tokenize(self, text: str) -> list[str]:
         words = []
@@ -194,24 +202,51 @@ class BertTokenizer:
 
     Args:
         vocab: vocab.txt path, token list or token -> id dict.
-        do_lower_case: True for uncased models (lower-case and strip accents).
+        do_lower_case: True for uncased models (lower-case and strip accents), False for cased ones.
+        max_length: longest input `encode` accepts (positions, specials included).
+        strip_accents, tokenize_chinese_chars: as in BasicTokenizer (and in a folder's tokenizer_config.json).
     """
 
-    def __init__(self, vocab, do_lower_case: bool = True, max_length: int = MAX_POSITIONS):
+    def __init__(self, vocab, do_lower_case: bool = True, max_length: int = MAX_POSITIONS,
+                 strip_accents: bool | None = None, tokenize_chinese_chars: bool = True):
         self.vocab = load_vocab(vocab)
         missing = [t for t in SPECIAL_TOKENS if t not in self.vocab]
         if missing:
             raise ValueError(f"the vocabulary lacks the special tokens {missing}: BERT's input format needs them")
         self.ids_to_tokens = {i: t for t, i in self.vocab.items()}
-        self.basic = BasicTokenizer(do_lower_case)
+        self.basic = BasicTokenizer(do_lower_case, strip_accents, tokenize_chinese_chars)
         self.wordpiece = WordPieceTokenizer(self.vocab)
         self.max_length = max_length
 
     @classmethod
     def from_pretrained(cls, folder: str | Path | None = None) -> BertTokenizer:
-        """The tokenizer of a Hugging Face folder with vocab.txt (default: the real bert-base-uncased vocab)."""
+        """The tokenizer of a Hugging Face folder (default: the real bert-base-uncased vocab): vocab.txt, and the
+        casing of tokenizer_config.json (`do_lower_case`, `strip_accents`, `tokenize_chinese_chars`) when the
+        folder has one. A cased model read as uncased would turn "Paris" into "paris": wrong ids, no error."""
         folder = Path(folder) if folder is not None else pretrained_dir()
-        return cls(folder / "vocab.txt")
+        settings = {}
+        config_file = folder / "tokenizer_config.json"
+        if config_file.exists():
+            try:
+                config = json.loads(config_file.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{config_file} is not valid JSON ({exc})") from exc
+            settings = {k: config[k] for k in ("do_lower_case", "strip_accents", "tokenize_chinese_chars")
+                        if config.get(k) is not None}
+        return cls(folder / "vocab.txt", **settings)
+
+    def save_pretrained(self, folder: str | Path) -> Path:
+        """Write vocab.txt and tokenizer_config.json (with the casing) that transformers and minibert load."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        tokens = [self.ids_to_tokens[i] for i in range(len(self.ids_to_tokens))]
+        (folder / "vocab.txt").write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+        basic = self.basic
+        config = {"tokenizer_class": "BertTokenizer", "do_lower_case": basic.do_lower_case,
+                  "strip_accents": basic.strip_accents, "tokenize_chinese_chars": basic.tokenize_chinese_chars,
+                  "model_max_length": self.max_length}
+        (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        return folder
 
     def __len__(self) -> int:
         return len(self.vocab)
