@@ -292,3 +292,50 @@ def test_wikitext_heading_alone_is_not_a_paragraph():
     assert wikitext_to_paragraphs(text) == ["The revolution of 1917 changed almost everything there."], (
         "an eight-word section heading survives as a paragraph: headings are not removed"
     )
+
+
+# --- references: self-closing ones whose attributes contain a slash ---------------------------------------------
+# `<ref name="a/b" />` is a complete, self-closing reference. Read as an opening tag, it would swallow everything up
+# to the next `</ref>`: the article's own text between two references would vanish without any error. Every
+# paragraph below has at least 8 words around its references, so the default min_words keeps it.
+
+LEAD = "Alpha beta gamma delta epsilon zeta."
+MIDDLE = "The text that follows must stay in the paragraph intact here."
+TAIL = "More words to keep after the second reference too."
+
+
+@pytest.mark.parametrize("ref", ['<ref name="a/b" />', "<ref name=x/>", '<ref name="http://x.org/a/" />',
+                                 '<ref name="a/b"/>', '<REF NAME="a/b" />', "<ref name=x />"])
+def test_wikitext_self_closing_ref_keeps_the_following_text(ref):
+    text = f"{LEAD}{ref} {MIDDLE}<ref>cite</ref> {TAIL}"
+    expected = [f"{LEAD} {MIDDLE} {TAIL}"]
+    got = wikitext_to_paragraphs(text)
+    assert got == expected, f"{ref}: expected {expected}, got {got}"
+    assert "cite" not in got[0] and "<ref" not in got[0].lower() and "/>" not in got[0], got
+
+
+def test_wikitext_ref_pair_with_slash_in_name_removes_only_its_content():
+    text = f'{LEAD}<ref name="a/b">inner citation words</ref> {MIDDLE}<ref name="http://x.org/a/">cite</ref> {TAIL}'
+    assert wikitext_to_paragraphs(text) == [f"{LEAD} {MIDDLE} {TAIL}"]
+
+
+def test_wikitext_self_closing_ref_does_not_swallow_later_paragraphs():
+    text = (f'{LEAD}<ref name="a/b" />\n{MIDDLE}\n\n'
+            f"A second paragraph with quite enough words to be kept.<ref>cite</ref>\n\n{TAIL}")
+    assert wikitext_to_paragraphs(text) == [
+        f"{LEAD} {MIDDLE}",
+        "A second paragraph with quite enough words to be kept.",
+        TAIL,
+    ]
+
+
+def test_wikitext_closing_ref_tag_with_space():
+    text = f'{LEAD}<ref group="n">cite</ref > {MIDDLE}'
+    assert wikitext_to_paragraphs(text) == [f"{LEAD} {MIDDLE}"]
+
+
+def test_wikitext_min_words_counts_the_text_after_a_self_closing_ref():
+    """Six words before the reference, four after: only the whole paragraph (10 words) reaches min_words=9."""
+    text = f'{LEAD}<ref name="a/b" /> Four more words here.<ref>cite</ref>'
+    assert wikitext_to_paragraphs(text, min_words=9) == [f"{LEAD} Four more words here."]
+    assert wikitext_to_paragraphs(text, min_words=11) == []

@@ -8,21 +8,36 @@ reasoning about the schedule and the data, not from re-running minibert's own co
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
-from torch.optim.optimizer import register_optimizer_step_pre_hook
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 import minibert.pretrain as pretrain
-from minibert import BertConfig, BertForPreTraining, BertTokenizer
+from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertTokenizer
 from minibert.checkpoint import load_state_dict
-from minibert.data import NSPInstance
-from minibert.pretrain import PretrainConfig, batches_for_step, fill_mask, latest_checkpoint, train
+from minibert.data import PretrainingCollator, continuation_table, pad_and_stack, word_ids_from_ids
+from minibert.masking import word_ids_from_tokens
+from minibert.pretrain import (
+    EpochSampler,
+    PretrainConfig,
+    Schedule,
+    fill_mask,
+    latest_checkpoint,
+    make_optimizer,
+    train,
+    train_step,
+)
 
 TINY = dict(limit_documents=12, vocab_size=800, max_seq_length=32, batch_size=8, warmup_steps=5, eval_every=5,
             eval_batches=2, checkpoint_every=5, hidden_size=32, num_attention_heads=2, intermediate_size=64)
@@ -91,7 +106,7 @@ def test_checkpoint_folder_is_complete_and_loads(trained):
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
     state = torch.load(folder / "trainer_state.pt", weights_only=False)
     assert state["step"] == TRAIN_STEPS and state["history"] == result["history"]
-    assert {"optimizer", "scheduler", "elapsed"} <= set(state)
+    assert {"optimizer", "schedule", "elapsed", "torch_rng"} <= set(state)
     # the checkpoint holds the final weights: the held-out evaluation gives the final figures again
     _, _, eval_set = pretrain.prepare(cfg, out)
     collate = pretrain.PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7))
@@ -117,39 +132,61 @@ def no_dropout(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(BertConfig, "tiny", staticmethod(tiny_without_dropout))
 
 
-def recorded_run(cfg: PretrainConfig, interrupt_at: int | None = None, ctrl_c_at: int | None = None) -> dict:
+INTERRUPT_POINTS = ("forward", "backward", "optimizer-step", "checkpoint-write")
+
+
+def recorded_run(cfg: PretrainConfig, interrupt_at: int | None = None, signal_at: tuple | None = None) -> dict:
     """Run train(cfg) and record, for every optimizer step, the training batch and the learning rate used.
-    With `interrupt_at`, the run stops (an exception) right after writing the checkpoint of that step; with
-    `ctrl_c_at`, a KeyboardInterrupt arrives during the forward pass of that step (0-based)."""
-    log = {"batches": [], "lrs": [], "result": None, "ctrl_c": False}
-    real_forward, real_save = BertForPreTraining.forward, pretrain.save_checkpoint
+
+    interrupt_at: the run stops (an exception) right after writing the checkpoint of that step.
+    signal_at: (signal, point, step): the process sends itself the signal during that point of that 0-based step
+        (the forward pass, the backward pass, right after optimizer.step() before the step counter moves, or while
+        the checkpoint of that step count is being written). `log["stopped"]` is what train() raised.
+    """
+    log = {"batches": [], "lrs": [], "result": None, "stopped": None}
+    real_forward, real_save, real_torch_save = BertForPreTraining.forward, pretrain.save_checkpoint, torch.save
+    signum, point, at = signal_at or (None, None, None)
+
+    def send(where: str, step: int) -> None:
+        if where == point and step == at:
+            os.kill(os.getpid(), signum)
 
     def forward(self, *args, **kwargs):
-        if self.training and len(log["batches"]) == ctrl_c_at:
-            raise KeyboardInterrupt
-        if self.training:
-            log["batches"].append({k: kwargs[k].clone() for k in ("input_ids", "labels", "next_sentence_label")})
-        return real_forward(self, *args, **kwargs)
+        if not self.training:
+            return real_forward(self, *args, **kwargs)
+        step = len(log["batches"])
+        log["batches"].append({k: kwargs[k].clone() for k in ("input_ids", "labels", "next_sentence_label")})
+        send("forward", step)
+        out = real_forward(self, *args, **kwargs)
+        if point == "backward" and step == at:
+            out.loss.register_hook(lambda grad: send("backward", step))  # runs inside loss.backward()
+        return out
 
-    def save_checkpoint(folder, model, optimizer, scheduler, vocab, state):
-        real_save(folder, model, optimizer, scheduler, vocab, state)
+    def save_checkpoint(folder, model, optimizer, tokenizer, state):
+        def torch_save(obj, path, *args, **kwargs):  # the trainer state: the last file of the checkpoint
+            send("checkpoint-write", state["step"])
+            return real_torch_save(obj, path, *args, **kwargs)
+
+        with pytest.MonkeyPatch.context() as inner:
+            inner.setattr(pretrain.torch, "save", torch_save)
+            real_save(folder, model, optimizer, tokenizer, state)
         if state["step"] == interrupt_at:
             raise Interrupted
 
-    hook = register_optimizer_step_pre_hook(lambda opt, args, kwargs: log["lrs"].append(
+    pre = register_optimizer_step_pre_hook(lambda opt, args, kwargs: log["lrs"].append(
         [g["lr"] for g in opt.param_groups]))
+    post = register_optimizer_step_post_hook(lambda opt, args, kwargs: send("optimizer-step", len(log["lrs"]) - 1))
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(BertForPreTraining, "forward", forward)
             mp.setattr(pretrain, "save_checkpoint", save_checkpoint)
             try:
                 log["result"] = train(cfg, progress=False)
-            except Interrupted:
-                pass
-            except KeyboardInterrupt:
-                log["ctrl_c"] = True
+            except (Interrupted, KeyboardInterrupt, SystemExit) as exc:
+                log["stopped"] = exc
     finally:
-        hook.remove()
+        pre.remove()
+        post.remove()
     return log
 
 
@@ -180,6 +217,21 @@ def resumed_without_dropout(tmp_path_factory):
         return resume_runs(tmp_path_factory.mktemp("resume_nodrop"))
 
 
+def assert_same_weights(a_folder: Path, b_folder: Path, what: str) -> None:
+    """Bit for bit: the model weights, the optimizer moments and the random state of two checkpoints."""
+    a, b = load_state_dict(a_folder), load_state_dict(b_folder)
+    assert set(a) == set(b)
+    diffs = {k: (a[k] - b[k]).abs().max().item() for k in a}
+    worst = max(diffs, key=diffs.get)
+    assert diffs[worst] == 0.0, f"{what}: weights differ from the straight run's by up to {diffs[worst]:.3g} ({worst})"
+    sa = torch.load(a_folder / "trainer_state.pt", weights_only=False)
+    sb = torch.load(b_folder / "trainer_state.pt", weights_only=False)
+    assert sa["step"] == sb["step"]
+    for (i, x), (j, y) in zip(sa["optimizer"]["state"].items(), sb["optimizer"]["state"].items(), strict=True):
+        assert i == j and all(torch.equal(x[k], y[k]) for k in x), f"{what}: AdamW state of parameter {i} differs"
+    assert torch.equal(sa["torch_rng"], sb["torch_rng"]), f"{what}: the dropout random state differs"
+
+
 def test_resume_continues_from_the_checkpoint_with_the_same_batches(resumed):
     a, b1, b2 = resumed["a"], resumed["b1"], resumed["b2"]
     assert len(a["batches"]) == 10 and len(b1["batches"]) == 6
@@ -206,72 +258,192 @@ def test_learning_rate_follows_the_schedule_straight_and_resumed(resumed):
     with_resume = [lrs[0] for lrs in resumed["b1"]["lrs"] + resumed["b2"]["lrs"]]
     wrong = [f"step {s}: {got:.3g} instead of {want:.3g}" for s, (got, want) in enumerate(
         zip(with_resume, expected, strict=True)) if not math.isclose(got, want, rel_tol=1e-9)]
-    assert not wrong, (
-        "BUG: the first step after resuming uses the wrong learning rate (" + "; ".join(wrong) + "). train() builds "
-        "a new LambdaLR after optimizer.load_state_dict(); the constructor sets every group's lr to "
-        "base_lr * schedule(0), and scheduler.load_state_dict() restores last_epoch but not the groups' lr, so "
-        "resumed step k runs at the step-0 warm-up rate until the next scheduler.step().")
+    assert not wrong, "the resumed run does not continue the schedule: " + "; ".join(wrong)
 
 
-def test_resume_without_dropout_is_bit_exact(resumed_without_dropout):
-    """With dropout off (its random masks come from the global torch RNG, which the checkpoint does not store),
-    every other input of a step is restored: the resumed run should end with exactly the straight run's weights."""
-    runs = resumed_without_dropout
-    a_batches = runs["a"]["batches"]
-    b_batches = runs["b1"]["batches"] + runs["b2"]["batches"]
-    assert all(torch.equal(x["input_ids"], y["input_ids"]) for x, y in zip(a_batches, b_batches, strict=True))
-    a = load_state_dict(runs["root"] / "a" / "checkpoint")
-    b = load_state_dict(runs["root"] / "b" / "checkpoint")
-    assert set(a) == set(b)
-    diffs = {k: (a[k] - b[k]).abs().max().item() for k in a}
-    worst = max(diffs, key=diffs.get)
-    print(f"\nresume without dropout: max |weight diff| {diffs[worst]:.3g} ({worst})")
-    assert diffs[worst] == 0.0, (
-        f"resumed weights differ from the straight run's by up to {diffs[worst]:.3g} ({worst}); see "
-        "test_learning_rate_follows_the_schedule_straight_and_resumed for the cause")
+def test_resume_is_bit_exact_with_and_without_dropout(resumed, resumed_without_dropout):
+    """The checkpoint restores every input of a step, dropout's random state included: the resumed run ends with
+    exactly the straight run's weights, AdamW moments and random state."""
+    for runs, what in ((resumed, "dropout on"), (resumed_without_dropout, "dropout off")):
+        a_batches = runs["a"]["batches"]
+        b_batches = runs["b1"]["batches"] + runs["b2"]["batches"]
+        assert all(torch.equal(x["input_ids"], y["input_ids"]) for x, y in zip(a_batches, b_batches, strict=True))
+        assert_same_weights(runs["root"] / "a" / "checkpoint", runs["root"] / "b" / "checkpoint", what)
 
 
-def test_ctrl_c_saves_a_checkpoint_that_resumes(resumed, tmp_path, capsys):
-    """Ctrl+C during step 6 keeps steps 0..5: a checkpoint at step 6, then the resumed run trains steps 6..9 on
-    the straight run's batches."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("point", INTERRUPT_POINTS)
+def test_a_signal_at_any_point_of_a_step_stops_between_steps_and_resumes_bit_for_bit(resumed, tmp_path, capsys,
+                                                                                      signum, point):
+    """Ctrl+C or SIGTERM during step 6 (its forward pass, its backward pass, right after its optimizer step, or
+    while the step-6 checkpoint is written) lets the step in flight finish, writes the checkpoint of the last whole
+    step, and stops (KeyboardInterrupt, or SystemExit 143). Resuming ends, bit for bit, where the straight run did,
+    with dropout on. Before, an interrupt saved whatever half a step left: one update more than the step count."""
     cfg = resumed["cfg"]
-    out = tmp_path / "c"
+    out = tmp_path / "run"
     out.mkdir()
     shutil.copy(Path(cfg.out_dir) / "vocab.txt", out / "vocab.txt")
     settings = dict(max_steps=10, checkpoint_every=3)
-    first = recorded_run(tiny(out, **settings), ctrl_c_at=6)
-    assert first["ctrl_c"], "KeyboardInterrupt should reach the caller after the checkpoint is saved"
-    assert "interrupted at step 6" in capsys.readouterr().out
+    first = recorded_run(tiny(out, **settings), signal_at=(signum, point, 6))
+    stopped = first["stopped"]
+    if signum == signal.SIGINT:
+        assert isinstance(stopped, KeyboardInterrupt), f"Ctrl+C should end train() with KeyboardInterrupt: {stopped!r}"
+    else:
+        assert isinstance(stopped, SystemExit) and stopped.code == 143, f"SIGTERM: expected exit 143, got {stopped!r}"
+    last_whole_step = 6 if point == "checkpoint-write" else 7  # the checkpoint of step count 6 is written after step 5
+    assert len(first["lrs"]) == last_whole_step, "the loop should stop after the step in flight, not run on"
     state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
-    assert state["step"] == 6 and [h["step"] for h in state["history"]] == [5]
+    assert state["step"] == last_whole_step, f"the checkpoint says step {state['step']}, {last_whole_step} were taken"
+    assert f"stopped after step {last_whole_step}" in capsys.readouterr().out
     assert not (out / "checkpoint-new").exists() and not (out / "checkpoint-old").exists()
     second = recorded_run(tiny(out, **settings))
-    assert second["result"]["step"] == 10 and len(second["batches"]) == 4
-    for step, (x, y) in enumerate(zip(resumed["a"]["batches"][6:], second["batches"], strict=True), start=6):
-        for key in x:
-            assert torch.equal(x[key], y[key]), f"step {step}: {key} differs from the straight run"
+    assert second["result"]["step"] == 10 and len(second["batches"]) == 10 - last_whole_step
+    assert [h["step"] for h in second["result"]["history"]] == [5, 10]
+    assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", f"{point}, {signum.name}")
 
 
-def test_batches_for_step_visits_each_instance_once_per_epoch():
-    instances = [NSPInstance([i], [i], 0) for i in range(40)]
+def test_a_second_ctrl_c_stops_at_once(resumed, tmp_path):
+    """Ctrl+C twice: the second one does not wait for the step (the user insists); the checkpoint on disk is the
+    last complete one."""
+    cfg = resumed["cfg"]
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(Path(cfg.out_dir) / "vocab.txt", out / "vocab.txt")
+    real_forward = BertForPreTraining.forward
+    calls = []
+
+    def forward(self, *args, **kwargs):
+        if self.training:
+            calls.append(1)
+            if len(calls) == 5:
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGINT)
+                pytest.fail("the second Ctrl+C should have raised KeyboardInterrupt inside the step")
+        return real_forward(self, *args, **kwargs)
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(BertForPreTraining, "forward", forward)
+        with pytest.raises(KeyboardInterrupt):
+            train(tiny(out, max_steps=10, checkpoint_every=3), progress=False)
+    assert torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["step"] == 3
+    after = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert after == before, "train() must give the Ctrl+C and SIGTERM handlers back"
+
+
+KILL_SCRIPT = """
+import os, signal, sys
+import torch
+import minibert.pretrain as pretrain
+real_save = torch.save
+def save(obj, path, *args, **kwargs):  # SIGKILL in the middle of writing the step-{kill_step} checkpoint
+    if isinstance(obj, dict) and obj.get("step") == {kill_step}:
+        with open(path, "wb") as f:
+            f.write(b"half a file")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_save(obj, path, *args, **kwargs)
+pretrain.torch.save = save
+sys.exit(pretrain.main(sys.argv[1:]))
+"""
+
+
+def cli_args(out: Path, steps: int) -> list[str]:
+    flags = {"--out": out, "--steps": steps, "--limit-documents": 12, "--vocab-size": 800, "--seq-len": 32,
+             "--batch-size": 8, "--warmup": 5, "--eval-every": 5, "--eval-batches": 2, "--checkpoint-every": 3,
+             "--hidden-size": 32, "--num-attention-heads": 2, "--intermediate-size": 64}
+    return [str(x) for item in flags.items() for x in item] + ["--no-progress"]
+
+
+def test_sigkill_leaves_a_whole_checkpoint_and_resumes_bit_for_bit(resumed, tmp_path):
+    """A run killed with SIGKILL (no handler can run) while it writes its step-6 checkpoint: the folder named
+    `checkpoint` is still the whole step-3 one, and resuming from it ends bit for bit where the straight run did."""
+    cfg = resumed["cfg"]
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(Path(cfg.out_dir) / "vocab.txt", out / "vocab.txt")
+    killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT.replace("{kill_step}", "6"), *cli_args(out, 10)],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert (out / "checkpoint-new" / "trainer_state.pt").read_bytes() == b"half a file"
+    found = latest_checkpoint(out)
+    assert found == out / "checkpoint"
+    assert torch.load(found / "trainer_state.pt", weights_only=False)["step"] == 3
+    BertForPreTraining.from_pretrained(found)  # loads: config, weights and vocabulary are whole
+    resumed_run = subprocess.run([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10)],
+                                 capture_output=True, text=True, timeout=300)
+    assert resumed_run.returncode == 0, resumed_run.stderr[-2000:]
+    assert "starting at step 3" in resumed_run.stdout
+    assert not (out / "checkpoint-new").exists()
+    assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", "SIGKILL during a checkpoint write")
+
+
+def test_sigkill_at_a_random_moment_resumes_from_the_last_checkpoint(resumed, tmp_path):
+    """SIGKILL at a random moment of a command-line run: whatever it interrupted, the run resumes from a whole
+    checkpoint and ends with the straight run's weights."""
+    cfg = resumed["cfg"]
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(Path(cfg.out_dir) / "vocab.txt", out / "vocab.txt")
+    proc = subprocess.Popen([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not (out / "checkpoint").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(random.Random().uniform(0.0, 1.5))  # somewhere in the steps, evaluations and writes that follow
+    proc.kill()
+    proc.wait(timeout=60)
+    found = latest_checkpoint(out)
+    assert found is not None, "the run was killed after its first checkpoint: one must be on disk"
+    step = torch.load(found / "trainer_state.pt", weights_only=False)["step"]
+    print(f"\nkilled (status {proc.returncode}); resuming from {found.name} at step {step}")
+    BertForPreTraining.from_pretrained(found)
+    again = subprocess.run([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10)], capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", f"SIGKILL at step {step}")
+
+
+def test_epoch_sampler_draws_one_order_per_epoch():
+    """Each epoch visits every pair once, in a new order drawn once for the whole epoch (not at every step), and the
+    order is a function of (seed, step): a second sampler (a resumed run) gives the same batches."""
+    sampler = EpochSampler(40, 8, seed=3)
     seen_by_epoch = []
     for epoch in range(3):
-        ids = [inst.tokens_a[0] for step in range(epoch * 5, epoch * 5 + 5)
-               for inst in batches_for_step(instances, step, 8, seed=3)]
+        ids = [i for step in range(epoch * 5, epoch * 5 + 5) for i in sampler.indices(step)]
         assert sorted(ids) == list(range(40)), f"epoch {epoch} does not visit every instance exactly once"
         seen_by_epoch.append(ids)
+    assert sampler.permutations == 3, f"15 steps over 3 epochs drew {sampler.permutations} orders, expected 3"
     assert seen_by_epoch[0] != seen_by_epoch[1] != seen_by_epoch[2], "each epoch should use a new order"
-    assert batches_for_step(instances, 7, 8, seed=3) == batches_for_step(instances, 7, 8, seed=3)
-    assert batches_for_step(instances, 0, 8, seed=3) != batches_for_step(instances, 0, 8, seed=4)
+    fresh = EpochSampler(40, 8, seed=3)
+    assert fresh.indices(7) == sampler.indices(7) and fresh.permutations == 1
+    assert EpochSampler(40, 8, seed=3).indices(0) != EpochSampler(40, 8, seed=4).indices(0)
     # 43 instances, batches of 8: 5 full batches per epoch, no instance twice, 3 left out (a different 3 each time)
-    instances = [NSPInstance([i], [i], 0) for i in range(43)]
+    sampler = EpochSampler(43, 8, seed=3)
     left_out = []
     for epoch in range(2):
-        ids = [inst.tokens_a[0] for step in range(epoch * 5, epoch * 5 + 5)
-               for inst in batches_for_step(instances, step, 8, seed=3)]
+        ids = [i for step in range(epoch * 5, epoch * 5 + 5) for i in sampler.indices(step)]
         assert len(ids) == len(set(ids)) == 40
         left_out.append(set(range(43)) - set(ids))
     assert left_out[0] != left_out[1]
+
+
+def test_training_draws_one_order_per_epoch(resumed, tmp_path, monkeypatch):
+    """The loop shuffles once per epoch: 10 steps over a few hundred pairs (one epoch) draw one permutation."""
+    drawn = []
+    real_randperm = torch.randperm
+
+    def randperm(n, *args, **kwargs):
+        drawn.append(n)
+        return real_randperm(n, *args, **kwargs)
+
+    monkeypatch.setattr(pretrain.torch, "randperm", randperm)
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(Path(resumed["cfg"].out_dir) / "vocab.txt", out / "vocab.txt")
+    result = train(tiny(out, max_steps=10, eval_every=10), progress=False)
+    pairs = result["train_pairs"]
+    assert pairs >= 10 * 8
+    assert drawn.count(pairs) == 1, f"10 steps of one epoch shuffled the {pairs} pairs {drawn.count(pairs)} times"
 
 
 def test_interrupted_swap_resumes_from_checkpoint_old(trained, tmp_path):
@@ -392,3 +564,260 @@ def test_too_few_documents_is_explained(tmp_path):
         (corpus / f"doc{i}.txt").write_text("The river runs to the sea. It is long and wide.\n", encoding="utf-8")
     with pytest.raises(ValueError, match="at least 4"):
         train(tiny(tmp_path / "out", corpus=str(corpus), max_steps=2), progress=False)
+
+
+# 6. The schedule fits the run -------------------------------------------------------------------------------
+
+
+def test_schedule_warms_up_then_decays_to_zero_at_the_end():
+    s = Schedule.new(100, None)
+    assert s.warmup == 10, "the default warm-up is 10% of the run"
+    factors = [s.factor(t) for t in range(100)]
+    assert factors[:10] == pytest.approx([(t + 1) / 10 for t in range(10)])
+    assert factors[10] == 1.0 and s.factor(100) == 0.0
+    assert factors[10:] == sorted(factors[10:], reverse=True)
+    assert factors[99] == pytest.approx(1 / 90)
+    for warmup in (0, 100, 150):
+        with pytest.raises(ValueError, match="warm-up"):
+            Schedule.new(100, warmup)
+
+
+@pytest.mark.parametrize("new_total", [160, 60, 105])
+def test_refitted_schedule_continues_from_the_rate_it_reached(new_total):
+    """A run of 100 steps, stopped after 50 (or finished at 100) and continued to another length: the rate goes on
+    from the last one used and falls linearly to 0 at the new end. It never jumps back up."""
+    for taken in (50, 100):
+        if new_total <= taken:
+            continue
+        old = Schedule.new(100, 10)
+        new = old.refit(taken, new_total)
+        last = old.factor(taken - 1)
+        after = [new.factor(t) for t in range(taken, new_total)]
+        assert after[0] <= last + 1e-12, f"the rate jumped from {last:.4f} to {after[0]:.4f} at step {taken}"
+        assert after == sorted(after, reverse=True) and after[-1] > 0.0 and new.factor(new_total) == 0.0
+        steps = [last, *after, 0.0]
+        gaps = [a - b for a, b in zip(steps, steps[1:], strict=False)]
+        assert max(gaps) - min(gaps) < 1e-9, "the decay after refitting should be linear"
+
+
+def test_refit_during_warm_up_keeps_the_warm_up():
+    new = Schedule.new(100, 10).refit(4, 300)
+    assert [new.factor(t) for t in range(10)] == pytest.approx([(t + 1) / 10 for t in range(10)])
+    assert new.factor(10) == 1.0 and new.factor(300) == 0.0 and new.factor(155) == pytest.approx(0.5)
+
+
+def test_extending_a_finished_run_never_raises_the_learning_rate(resumed, tmp_path):
+    """A 10-step run continued to 16 steps: the 6 new steps decay on from the last rate of the first run. Before,
+    the schedule was rebuilt for 16 steps from step 0 and the rate went back up at step 10."""
+    cfg = resumed["cfg"]
+    out = tmp_path / "run"
+    shutil.copytree(Path(cfg.out_dir), out)
+    more = recorded_run(tiny(out, max_steps=16, checkpoint_every=3))
+    first = [lrs[0] for lrs in resumed["a"]["lrs"]]
+    extra = [lrs[0] for lrs in more["lrs"]]
+    assert len(extra) == 6 and more["result"]["step"] == 16
+    assert extra[0] <= first[-1], f"the rate jumped back up: {first[-1]:.3g} at step 9, {extra[0]:.3g} at step 10"
+    assert extra == sorted(extra, reverse=True) and extra[-1] > 0
+    assert more["result"]["schedule"]["total"] == 16 and more["result"]["final_lr"] == pytest.approx(extra[-1])
+
+
+class FakeClock:
+    """time.perf_counter for pretrain: each optimizer step (train_step) takes exactly `step_seconds`."""
+
+    def __init__(self, step_seconds: float):
+        self.now, self.step_seconds, self.calls = 1000.0, step_seconds, []
+
+    def run_lrs(self) -> list[float]:
+        """The rates of the run's own model (the speed probe trains a copy first)."""
+        run = max({m for m, _ in self.calls}, key=lambda m: sum(x == m for x, _ in self.calls))
+        return [lr for m, lr in self.calls if m == run]
+
+    def install(self, mp: pytest.MonkeyPatch) -> None:
+        real_step = pretrain.train_step
+
+        def train_step(model, optimizer, batch, lr, max_grad_norm):
+            self.now += self.step_seconds
+            self.calls.append((id(model), lr))
+            return real_step(model, optimizer, batch, lr, max_grad_norm)
+
+        mp.setattr(pretrain, "train_step", train_step)
+        mp.setattr(pretrain.time, "perf_counter", lambda: self.now)
+
+
+def test_time_limited_run_decays_to_zero_when_the_time_is_up(resumed, tmp_path, capsys):
+    """--minutes: the number of steps comes from the measured step time, so the rate is close to 0 when the time
+    runs out; the printout says what was measured and used. Before, the schedule was spread over 100,000 steps and
+    a time-limited run ended at ~99% of the peak rate."""
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(Path(resumed["cfg"].out_dir) / "vocab.txt", out / "vocab.txt")
+    clock = FakeClock(0.1)
+    with pytest.MonkeyPatch.context() as mp:
+        clock.install(mp)
+        result = train(tiny(out, max_minutes=0.05, warmup_steps=None, eval_every=10), progress=False)  # 3 s
+    printed = capsys.readouterr().out
+    lrs = clock.run_lrs()
+    assert result["step"] == len(lrs) == 30, f"3 s at 0.1 s/step: expected 30 steps, got {result['step']}"
+    assert "0.100 s/step (measured)" in printed and "decay to 0 at step 30" in printed, printed
+    assert result["schedule"]["warmup"] == 3
+    peak = max(lrs)
+    assert peak == pytest.approx(1e-3) and lrs[-1] / peak < 0.05, f"the run ended at {lrs[-1] / peak:.0%} of peak"
+    assert lrs[3:] == sorted(lrs[3:], reverse=True)
+    # the same run given 3 more seconds goes on from where it was, down to ~0 again
+    clock = FakeClock(0.1)
+    with pytest.MonkeyPatch.context() as mp:
+        clock.install(mp)
+        more = train(tiny(out, max_minutes=0.1, warmup_steps=None, eval_every=10), progress=False)
+    extra = clock.run_lrs()
+    assert more["step"] == 60 and len(extra) == 30, f"3 more seconds: expected 30 more steps, got {len(extra)}"
+    assert extra[0] <= lrs[-1] and extra == sorted(extra, reverse=True) and extra[-1] / peak < 0.05
+
+
+# 7. Optimizer, clipping and the command line ----------------------------------------------------------------
+
+
+def test_weight_decay_skips_biases_and_layer_norms():
+    model = BertForPreTraining(BertConfig.tiny(vocab_size=50, hidden_size=16, intermediate_size=32))
+    optimizer = make_optimizer(model, PretrainConfig(weight_decay=0.05))
+    group_of = {id(p): g["weight_decay"] for g in optimizer.param_groups for p in g["params"]}
+    names = dict(model.named_parameters())
+    assert len(group_of) == len(names), "every parameter (a tied one once) is in exactly one group"
+    for name, param in names.items():
+        want = 0.0 if name.endswith("bias") or "LayerNorm" in name else 0.05
+        assert group_of[id(param)] == want, f"{name}: weight decay {group_of[id(param)]}, expected {want}"
+    assert group_of[id(model.bert.embeddings.word_embeddings.weight)] == 0.05
+    assert group_of[id(model.cls.predictions.bias)] == 0.0
+
+
+def test_train_step_clips_the_gradient_norm(batch_for_clipping):
+    model, batch = batch_for_clipping
+    optimizer = make_optimizer(model, PretrainConfig())
+    _, norm = train_step(model, optimizer, batch, lr=0.0, max_grad_norm=1e-3)
+    total = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None]))
+    assert norm > 1e-3, f"the gradient norm before clipping ({norm:.3g}) should exceed the limit in this test"
+    assert float(total) == pytest.approx(1e-3, rel=1e-4), f"after clipping the norm is {float(total):.3g}, not 1e-3"
+    _, norm = train_step(model, optimizer, batch, lr=0.0, max_grad_norm=None)
+    total = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None]))
+    assert float(total) == pytest.approx(norm, rel=1e-5), "max_grad_norm=None leaves the gradient as it is"
+
+
+@pytest.fixture
+def batch_for_clipping():
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig.tiny(vocab_size=50, hidden_size=16, intermediate_size=32))
+    ids = torch.randint(5, 50, (2, 9))
+    labels = torch.full_like(ids, -100)
+    labels[:, 2] = ids[:, 2]
+    return model, {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids),
+                   "labels": labels, "next_sentence_label": torch.tensor([0, 1])}
+
+
+def test_command_line_is_made_from_the_config_fields():
+    parser = pretrain.build_parser()
+    dests = {a.dest for a in parser._actions}
+    missing = [f.name for f in dataclasses.fields(PretrainConfig) if f.name not in dests]
+    assert not missing, f"PretrainConfig fields without a flag: {missing}"
+    args = vars(parser.parse_args(["--lr", "5e-4", "--warmup", "7", "--batch-size", "4", "--hidden-size", "48",
+                                   "--num-hidden-layers", "3", "--num-attention-heads", "4", "--steps", "20",
+                                   "--whole-word-mask", "--max-grad-norm", "0.5", "--seq-len", "64"]))
+    args.pop("no_progress")
+    cfg = PretrainConfig(**args)
+    assert (cfg.learning_rate, cfg.warmup_steps, cfg.batch_size, cfg.max_steps, cfg.max_grad_norm) == (
+        5e-4, 7, 4, 20, 0.5)
+    model_config = cfg.model_config(100)
+    assert (model_config.hidden_size, model_config.num_hidden_layers, model_config.num_attention_heads) == (48, 3, 4)
+    assert model_config.max_position_embeddings == 64 and cfg.whole_word_mask is True
+    help_text = parser.format_help()
+    for flag in ("--lr", "--warmup", "--batch-size", "--hidden-size", "--minutes", "--steps", "--whole-word-mask"):
+        assert flag in help_text
+
+
+def test_cli_flags_reach_the_model_and_the_optimizer(resumed, tmp_path):
+    out = tmp_path / "cli"
+    out.mkdir()
+    shutil.copy(Path(resumed["cfg"].out_dir) / "vocab.txt", out / "vocab.txt")
+    assert pretrain.main(["--out", str(out), "--steps", "4", "--limit-documents", "12", "--seq-len", "32",
+                          "--batch-size", "4", "--lr", "3e-4", "--warmup", "2", "--hidden-size", "24",
+                          "--num-attention-heads", "3", "--intermediate-size", "40", "--num-hidden-layers", "1",
+                          "--whole-word-mask", "--eval-every", "4", "--no-progress"]) == 0
+    config = BertConfig.from_json_file(out / "checkpoint" / "config.json")
+    assert (config.hidden_size, config.num_attention_heads, config.intermediate_size, config.num_hidden_layers) == (
+        24, 3, 40, 1)
+    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    assert state["schedule"]["warmup"] == 2 and state["schedule"]["total"] == 4
+    assert state["optimizer"]["param_groups"][0]["lr"] == pytest.approx(3e-4 / 2), "step 3 of 4: half the peak"
+
+
+# 8. Whole-word masking in pretraining, evaluate and fill_mask keep the mode ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def wiki_pairs(resumed):
+    tokenizer = BertTokenizer(Path(resumed["cfg"].out_dir) / "vocab.txt")
+    _, pairs, _ = pretrain.prepare(resumed["cfg"], Path(resumed["cfg"].out_dir))
+    return tokenizer, pairs
+
+
+def test_collator_whole_word_mask_masks_words_together(wiki_pairs):
+    tokenizer, pairs = wiki_pairs
+    collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(0), whole_word_mask=True)
+    words = targets = partial = 0
+    for start in range(0, 160, 16):
+        chunk = pairs[start:start + 16]
+        batch = collate(chunk)
+        plain = pad_and_stack(chunk, *(tokenizer.vocab[t] for t in ("[CLS]", "[SEP]", "[PAD]")))
+        for row in range(len(chunk)):
+            n = int(plain["attention_mask"][row].sum())
+            tokens = tokenizer.convert_ids_to_tokens(plain["input_ids"][row, :n].tolist())
+            ids_version = word_ids_from_ids(plain["input_ids"][row:row + 1, :n], continuation_table(tokenizer),
+                                            plain["special_tokens_mask"][row:row + 1, :n])[0].tolist()
+            by_word: dict[int, list[bool]] = {}
+            for position, word in enumerate(ids_version):
+                if word >= 0:
+                    by_word.setdefault(word, []).append(bool(batch["labels"][row, position] != -100))
+            for position, (token, word) in enumerate(zip(tokens, ids_version, strict=True)):
+                starts_word = word >= 0 and (position == 0 or ids_version[position - 1] != word)
+                assert starts_word == (word >= 0 and (not token.startswith("##") or tokens[position - 1] in (
+                    "[CLS]", "[SEP]"))), f"row {row}, piece {position} {token!r}: wrong word start"
+            words += len(by_word)
+            targets += sum(all(flags) for flags in by_word.values())
+            partial += sum(any(flags) and not all(flags) for flags in by_word.values())
+    assert partial == 0, f"{partial} words were only partly chosen as targets"
+    assert 0.10 < targets / words < 0.20, f"{targets / words:.3f} of the words were targets, expected ~0.15"
+
+
+def test_word_ids_from_ids_equals_the_token_version_inside_segments():
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "un", "##happ", "##iness", "cat", "##s"]
+    tok = BertTokenizer(vocab)
+    tokens = ["[CLS]", "the", "un", "##happ", "##iness", "cat", "##s", "[SEP]", "cat", "##s", "[SEP]", "[PAD]"]
+    ids = torch.tensor([tok.convert_tokens_to_ids(tokens)])
+    special = torch.tensor([[t in ("[CLS]", "[SEP]", "[PAD]") for t in tokens]])
+    got = word_ids_from_ids(ids, continuation_table(tok), special)[0].tolist()
+    assert got == [-1, 0, 1, 1, 1, 2, 2, -1, 3, 3, -1, -1]
+    assert got[:7] == word_ids_from_tokens(tokens)[:7]
+
+
+def test_evaluate_and_fill_mask_leave_the_mode_as_it_was(trained_model, resumed):
+    model, tokenizer = trained_model
+    cfg = resumed["cfg"]
+    _, _, eval_set = pretrain.prepare(cfg, Path(cfg.out_dir))
+    batches = [PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(0))(eval_set[:4])]
+    for mode in (True, False):
+        model.train(mode)
+        pretrain.evaluate(model, batches)
+        assert model.training is mode, f"evaluate() left a model that was training={mode} in training={model.training}"
+        fill_mask(model, tokenizer, "the [MASK] of it")
+        assert model.training is mode, f"fill_mask() changed training={mode} to {model.training}"
+    model.eval()
+
+
+def test_fill_mask_works_with_a_masked_lm(trained_model):
+    """BertForMaskedLM's output has `logits`, not `prediction_logits`: fill_mask reads either."""
+    pretraining, tokenizer = trained_model
+    mlm = BertForMaskedLM(pretraining.config)
+    mlm.load_state_dict({k: v for k, v in pretraining.state_dict().items() if k in mlm.state_dict()})
+    text = "the [MASK] of the country"
+    got = fill_mask(mlm, tokenizer, text, top_k=4)
+    want = fill_mask(pretraining, tokenizer, text, top_k=4)
+    assert [p for p, _ in got[0]] == [p for p, _ in want[0]]
+    assert [v for _, v in got[0]] == pytest.approx([v for _, v in want[0]], abs=1e-6)

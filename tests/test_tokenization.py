@@ -441,3 +441,144 @@ def test_pretrained_vocab_file():
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 30522
     assert [lines[i] for i in (0, 100, 101, 102, 103)] == list(SPECIAL_TOKENS)
+
+
+# --- casing from the folder's tokenizer_config.json, against transformers -----------------------------------------
+# A cased model read as uncased turns "Paris" into "paris": wrong ids and no error. `BertTokenizer.from_pretrained`
+# must read do_lower_case, strip_accents and tokenize_chinese_chars from tokenizer_config.json, as transformers does;
+# the reference here is `transformers.BertTokenizerFast.from_pretrained` on the very same folder.
+
+CASING_SENTENCES = [
+    "Paris is the capital of France.",
+    "The Café de Flore in Paris served a naïve young Poet.",
+    "Anders Ångström measured the SPECTRUM of the Sun in Uppsala.",
+    "NASA, the U.S.A. and the UN met in New York City in 1969.",
+    "Émile Zola, Ödön von Horváth and Łódź: ÉCOLE NORMALE SUPÉRIEURE.",
+    "İstanbul, ΟΔΟΣ and Straße are words of other scripts.",
+    "北京大学 (Peking University) is in Beijing, 中国.",
+    "Don't [MASK] the Elephant's trunk!",
+]
+CASING_CONFIGS = {  # name -> tokenizer_config.json entries of the MiniLM (uncased) folder
+    "uncased": {"do_lower_case": True},
+    "lower-keep-accents": {"do_lower_case": True, "strip_accents": False},
+    "no-chinese-split": {"do_lower_case": True, "tokenize_chinese_chars": False},
+}
+
+
+def hf_tokenizer(folder):
+    import transformers
+
+    return transformers.BertTokenizerFast.from_pretrained(str(folder))
+
+
+def assert_tokenizes_like_transformers(tok: BertTokenizer, folder, texts, label: str) -> None:
+    """Pieces, piece ids and framed encodings (single and pair) of minibert equal transformers' on `folder`."""
+    ref = hf_tokenizer(folder)
+    mismatches = []
+    for text in texts:
+        expected, got = ref.tokenize(text), tok.tokenize(text)
+        if got != expected:
+            mismatches.append((text[:60], got[:12], expected[:12]))
+            continue
+        assert tok.convert_tokens_to_ids(got) == ref(text, add_special_tokens=False)["input_ids"], (label, text)
+    assert not mismatches, f"{label}: {len(mismatches)} of {len(texts)} texts tokenize differently from " \
+        f"transformers; first (text, minibert, transformers): {mismatches[0]}"
+    for a, b in [(CASING_SENTENCES[0], None), (CASING_SENTENCES[1], CASING_SENTENCES[2])]:
+        enc, expected = tok.encode(a, b), ref(a, b)
+        assert enc.input_ids == expected["input_ids"], f"{label}: input_ids of {a!r} differ from transformers"
+        assert enc.token_type_ids == expected["token_type_ids"], label
+
+
+@pytest.fixture(scope="module")
+def cased_folder(tmp_path_factory, wiki_paragraphs):
+    """A cased WordPiece vocabulary trained on Wikipedia (and the test sentences, so that Å, é, ï are in its
+    alphabet), saved as vocab.txt with tokenizer_config.json {"do_lower_case": false}."""
+    folder = tmp_path_factory.mktemp("cased_tokenizer")
+    trained = train_wordpiece([*wiki_paragraphs[:300], *CASING_SENTENCES * 3], vocab_size=3000, lowercase=False)
+    save_vocab(trained, folder / "vocab.txt")
+    (folder / "tokenizer_config.json").write_text('{"do_lower_case": false}', encoding="utf-8")
+    return folder
+
+
+def uncased_variant(tmp_path, name: str):
+    """The MiniLM tokenizer files with tokenizer_config.json changed as CASING_CONFIGS[name] says."""
+    import json
+    import shutil
+
+    folder = tmp_path / name
+    folder.mkdir()
+    for f in ("vocab.txt", "tokenizer.json", "special_tokens_map.json", "tokenizer_config.json"):
+        shutil.copy(pretrained_dir() / f, folder / f)
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, **CASING_CONFIGS[name]}), encoding="utf-8")
+    return folder
+
+
+def test_cased_folder_keeps_case_and_accents_like_transformers(offline, cased_folder, wiki_paragraphs):
+    tok = BertTokenizer.from_pretrained(cased_folder)
+    assert "Paris" in tok.vocab or any(t.startswith("P") for t in tok.vocab), "the trained vocabulary is not cased"
+    pieces = tok.tokenize("Paris")
+    assert pieces[0].startswith("P"), f"'Paris' was lower-cased: got {pieces}, expected pieces starting with 'P'"
+    for word in ("Café", "Ångström", "naïve"):
+        pieces = tok.tokenize(word)
+        assert "".join(p.removeprefix("##") for p in pieces) == word, f"{word!r}: case or accents lost in {pieces}"
+    assert_tokenizes_like_transformers(tok, cased_folder, [*CASING_SENTENCES, *wiki_paragraphs[:60]], "cased")
+
+
+def test_cased_folder_with_strip_accents_true(offline, cased_folder, tmp_path):
+    """strip_accents without lower-casing: Café -> Cafe (transformers' BertNormalizer does the same)."""
+    import shutil
+
+    folder = tmp_path / "cased_strip"
+    shutil.copytree(cased_folder, folder)
+    (folder / "tokenizer_config.json").write_text('{"do_lower_case": false, "strip_accents": true}')
+    tok = BertTokenizer.from_pretrained(folder)
+    assert "".join(p.removeprefix("##") for p in tok.tokenize("Café")) == "Cafe", tok.tokenize("Café")
+    assert_tokenizes_like_transformers(tok, folder, CASING_SENTENCES, "cased, strip_accents=true")
+
+
+@pytest.mark.parametrize("name", list(CASING_CONFIGS))
+def test_uncased_folder_variants_like_transformers(offline, tmp_path, wiki_paragraphs, name):
+    folder = uncased_variant(tmp_path, name)
+    tok = BertTokenizer.from_pretrained(folder)
+    assert_tokenizes_like_transformers(tok, folder, [*CASING_SENTENCES, *wiki_paragraphs[:60]], name)
+    default = BertTokenizer(pretrained_dir() / "vocab.txt")  # lower-case, strip accents, split CJK
+    if name == "lower-keep-accents":
+        assert tok.tokenize("Ångström café") != default.tokenize("Ångström café"), "accents were stripped"
+        assert tok.tokenize("PARIS") == ["paris"], "still lower-cased"
+    if name == "no-chinese-split":
+        assert tok.tokenize("北京大学") != default.tokenize("北京大学"), "the CJK ideographs were still split apart"
+        assert tok.tokenize("北京大学")[1:] == ["##京", "##大", "##学"], tok.tokenize("北京大学")
+
+
+def test_real_folder_casing_matches_transformers(offline):
+    """The MiniLM folder as shipped: do_lower_case true, strip_accents null (follows lower-casing)."""
+    tok = BertTokenizer.from_pretrained(pretrained_dir())
+    assert tok.tokenize("Paris Café") == ["paris", "cafe"]
+    assert_tokenizes_like_transformers(tok, pretrained_dir(), CASING_SENTENCES, "MiniLM folder")
+
+
+SAVE_SETTINGS = {
+    "cased": {"do_lower_case": False},
+    "lower-keep-accents": {"do_lower_case": True, "strip_accents": False},
+    "no-chinese-split": {"tokenize_chinese_chars": False},
+}
+
+
+@pytest.mark.parametrize("name", list(SAVE_SETTINGS))
+def test_save_pretrained_round_trips_casing(offline, cased_folder, tmp_path, name):
+    """New API: BertTokenizer.save_pretrained writes vocab.txt and tokenizer_config.json with the casing."""
+    import json
+
+    assert hasattr(BertTokenizer, "save_pretrained"), "BertTokenizer has no save_pretrained (new API)"
+    vocab = cased_folder / "vocab.txt" if name == "cased" else pretrained_dir() / "vocab.txt"
+    tok = BertTokenizer(vocab, **SAVE_SETTINGS[name])
+    tok.save_pretrained(tmp_path)
+    assert (tmp_path / "vocab.txt").read_text(encoding="utf-8") == vocab.read_text(encoding="utf-8")
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    for key, value in SAVE_SETTINGS[name].items():
+        assert config.get(key) == value, f"tokenizer_config.json: expected {key}={value!r}, got {config}"
+    again = BertTokenizer.from_pretrained(tmp_path)
+    for text in CASING_SENTENCES:
+        assert again.tokenize(text) == tok.tokenize(text), f"{name}: minibert reads its own save differently"
+    assert_tokenizes_like_transformers(tok, tmp_path, CASING_SENTENCES, f"saved {name}")

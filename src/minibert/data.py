@@ -227,22 +227,58 @@ def pad_and_stack(
     return batch
 
 
-class PretrainingCollator:
-    """Pads NSP pairs and masks them *dynamically*: a new MLM mask every time a batch is made (chapter 04)."""
+def word_ids_from_ids(input_ids: torch.Tensor, is_continuation: torch.Tensor, special_tokens_mask: torch.Tensor
+                      ) -> torch.Tensor:
+    """(B, T) word index of every piece, -1 at special tokens: whole-word masking on id batches, vectorized.
 
-    def __init__(self, tokenizer, max_length: int | None = None, generator: torch.Generator | None = None, **mask_kw):
+    The id twin of chapter 04's `word_ids_from_tokens`: a piece starts a new word unless its vocabulary entry is a
+    `##` continuation and the piece before it is not special. `is_continuation` is a (V,) bool table made once per
+    vocabulary (`continuation_table`), so a batch costs one lookup and one cumulative sum, no Python loop.
+    """
+    special = special_tokens_mask.bool()  # (B, T)
+    after_special = torch.ones_like(special)
+    after_special[:, 1:] = special[:, :-1]  # position 0 follows nothing: it starts a word
+    starts = ~special & (~is_continuation[input_ids] | after_special)  # (B, T)
+    return (starts.long().cumsum(dim=1) - 1).masked_fill(special, -1)
+
+
+def continuation_table(tokenizer) -> torch.Tensor:
+    """(V,) bool: True for the vocabulary's `##` pieces, which continue the word before them."""
+    table = torch.zeros(len(tokenizer), dtype=torch.bool)
+    table[[i for token, i in tokenizer.vocab.items() if token.startswith("##")]] = True
+    return table
+
+
+class PretrainingCollator:
+    """Pads NSP pairs and masks them *dynamically*: a new MLM mask every time a batch is made (chapter 04).
+
+    Args:
+        tokenizer: supplies the special ids and the vocabulary.
+        max_length: pad every batch to this length (default: the longest pair of the batch).
+        generator: a seeded torch.Generator makes the masks repeatable.
+        whole_word_mask: all pieces of a word are targets together (chapter 04), words read from the vocabulary's
+            `##` pieces.
+        **mask_kw: passed to `mask_tokens` (mlm_probability, mode, ...).
+    """
+
+    def __init__(self, tokenizer, max_length: int | None = None, generator: torch.Generator | None = None,
+                 whole_word_mask: bool = False, **mask_kw):
         self.cls_id, self.sep_id = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
         self.pad_id, self.mask_id = tokenizer.vocab["[PAD]"], tokenizer.vocab["[MASK]"]
         self.vocab_size = len(tokenizer)
         self.max_length = max_length
         self.generator = generator
+        self.is_continuation = continuation_table(tokenizer) if whole_word_mask else None
         self.mask_kw = mask_kw
 
     def __call__(self, instances: Sequence[NSPInstance]) -> dict[str, torch.Tensor]:
         batch = pad_and_stack(instances, self.cls_id, self.sep_id, self.pad_id, self.max_length)
+        special = batch.pop("special_tokens_mask")
+        word_ids = None
+        if self.is_continuation is not None:
+            word_ids = word_ids_from_ids(batch["input_ids"], self.is_continuation, special)
         batch["input_ids"], batch["labels"] = mask_tokens(
-            batch["input_ids"], batch.pop("special_tokens_mask"), vocab_size=self.vocab_size,
-            mask_token_id=self.mask_id, attention_mask=batch["attention_mask"], generator=self.generator,
-            **self.mask_kw,
+            batch["input_ids"], special, vocab_size=self.vocab_size, mask_token_id=self.mask_id,
+            attention_mask=batch["attention_mask"], generator=self.generator, word_ids=word_ids, **self.mask_kw,
         )
         return batch

@@ -1,21 +1,29 @@
 # Generated from notebook 06_pretraining.ipynb by minibert_course.export: edit the notebook, not this file.
-"""Pretraining a tiny BERT on CPU: data, loop, evaluation, checkpoints that resume, fill-mask, CLI (chapter 06).
+"""Pretraining a tiny BERT on CPU: data, loop, schedule, evaluation, checkpoints that resume, fill-mask, CLI
+(chapter 06; chapter 09 runs the same loop at Base size on a GPU).
 
 Why everything is seeded by the step number: the batch order, the dynamic MLM masks and the evaluation masks are
-functions of (seed, step), so a run interrupted at step k and resumed from its checkpoint continues with exactly the
-batches an uninterrupted run would have seen.
+functions of (seed, step), and the checkpoint keeps the random state of dropout, so a run interrupted at step k and
+resumed continues, bit for bit, as the run that was never interrupted.
+Why the loop stops only between steps: Ctrl+C and SIGTERM set a flag; the step in flight finishes, then the
+checkpoint is written. A checkpoint written in the middle of a step would hold one update more than its step says.
+Why the schedule is fitted to the run: linear decay must reach zero when the run ends, whether it is given steps or
+minutes; a run that is extended decays on from the learning rate it had reached, it never warms up again.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import copy
 import json
 import math
-import random
 import shutil
+import signal
 import sys
+import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -26,30 +34,45 @@ from minibert.heads import BertForPreTraining, masked_token_accuracy
 from minibert.tokenization import BertTokenizer, save_vocab, train_wordpiece
 
 
+def _arg(help: str, flag: str | None = None) -> dict:
+    """Field metadata: the command-line flag (default: --field-name) and its help. The CLI is built from these."""
+    return {"help": help, "flag": flag}
+
+
 @dataclass
 class PretrainConfig:
-    """A pretraining run. The model is BertConfig.tiny() sized to the trained vocabulary and sequence length."""
+    """A pretraining run; every field is also a flag of `python -m minibert.pretrain` (see `build_parser`)."""
 
-    out_dir: str = "runs/tiny"
-    corpus: str = "wikipedia"  # or a folder of .txt files
-    limit_documents: int | None = None
-    vocab_size: int = 8000
-    max_seq_length: int = 128
-    dupe_factor: int = 5  # passes over the corpus when building NSP pairs (masks are dynamic anyway)
-    batch_size: int = 32
-    learning_rate: float = 1e-3  # tiny models tolerate more than BERT-Base's 1e-4
-    weight_decay: float = 0.01
-    warmup_steps: int = 200
-    max_steps: int = 100_000
-    max_minutes: float | None = None
-    eval_every: int = 200
-    eval_batches: int = 8
-    checkpoint_every: int = 500
-    seed: int = 0
-    hidden_size: int = 128
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 2
-    intermediate_size: int = 512
+    out_dir: str = field(default="runs/tiny", metadata=_arg("run folder; resumes from its checkpoint", "--out"))
+    corpus: str = field(default="wikipedia", metadata=_arg("'wikipedia' (gensim's sample) or a folder of .txt"))
+    limit_documents: int | None = field(default=None, metadata=_arg("use only the first N documents"))
+    vocab_size: int = field(default=8000, metadata=_arg("WordPiece vocabulary to train"))
+    max_seq_length: int = field(default=128, metadata=_arg("positions per input", "--seq-len"))
+    dupe_factor: int = field(default=5, metadata=_arg("passes over the corpus when building NSP pairs"))
+    whole_word_mask: bool = field(default=False, metadata=_arg("mask all pieces of a word together"))
+    batch_size: int = field(default=32, metadata=_arg("pairs per optimizer step"))
+    learning_rate: float = field(default=1e-3, metadata=_arg("peak learning rate (tiny models take more than "
+                                                             "BERT-Base's 1e-4)", "--lr"))
+    warmup_steps: int | None = field(default=None, metadata=_arg("linear warm-up steps (default: 10%% of the "
+                                                                 "scheduled steps)", "--warmup"))
+    weight_decay: float = field(default=0.01, metadata=_arg("AdamW weight decay (not on biases and LayerNorm)"))
+    max_grad_norm: float | None = field(default=1.0, metadata=_arg("clip the gradient norm to this"))
+    max_steps: int | None = field(default=None, metadata=_arg("stop after this many optimizer steps", "--steps"))
+    max_minutes: float | None = field(default=None, metadata=_arg("stop after this much training time",
+                                                                  "--minutes"))
+    eval_every: int = field(default=200, metadata=_arg("evaluate on held-out articles every N steps"))
+    eval_batches: int = field(default=8, metadata=_arg("batches per evaluation"))
+    checkpoint_every: int = field(default=500, metadata=_arg("write the checkpoint every N steps"))
+    seed: int = field(default=0, metadata=_arg("seed of the data order, the masks and the initialization"))
+    hidden_size: int = field(default=128, metadata=_arg("model width H"))
+    num_hidden_layers: int = field(default=2, metadata=_arg("encoder layers L"))
+    num_attention_heads: int = field(default=2, metadata=_arg("attention heads A"))
+    intermediate_size: int = field(default=512, metadata=_arg("feed-forward width"))
+
+    def model_config(self, vocab_size: int) -> BertConfig:
+        return BertConfig.tiny(vocab_size=vocab_size, max_position_embeddings=self.max_seq_length,
+                               hidden_size=self.hidden_size, num_hidden_layers=self.num_hidden_layers,
+                               num_attention_heads=self.num_attention_heads, intermediate_size=self.intermediate_size)
 
 
 def prepare(cfg: PretrainConfig, out: Path) -> tuple[BertTokenizer, list[NSPInstance], list[NSPInstance]]:
@@ -76,42 +99,94 @@ def prepare(cfg: PretrainConfig, out: Path) -> tuple[BertTokenizer, list[NSPInst
     return tokenizer, train, evaluation
 
 
-def batches_for_step(instances: list[NSPInstance], step: int, batch_size: int, seed: int) -> list[NSPInstance]:
-    """The batch of a given step: epoch e visits the instances in the order of a permutation seeded by (seed, e)."""
-    per_epoch = max(1, len(instances) // batch_size)
-    epoch, index = divmod(step, per_epoch)
-    order = list(range(len(instances)))
-    random.Random(seed * 1_000_003 + epoch).shuffle(order)
-    return [instances[i] for i in order[index * batch_size:(index + 1) * batch_size]]
+class EpochSampler:
+    """Which pairs make the batch of step `step`: epoch e visits every pair once, in an order drawn once per epoch
+    from (seed, e). A function of (seed, step) only, so a resumed run gets the batches it would have had."""
+
+    def __init__(self, num_instances: int, batch_size: int, seed: int):
+        if num_instances == 0:
+            raise ValueError("no training pairs: the corpus is too small for the sequence length")
+        self.num_instances, self.batch_size, self.seed = num_instances, batch_size, seed
+        self.steps_per_epoch = max(1, num_instances // batch_size)  # the last partial batch waits for next epoch
+        self.permutations = 0  # how many epoch orders were drawn (one per epoch visited)
+        self._epoch, self._order = -1, torch.empty(0, dtype=torch.long)
+
+    def indices(self, step: int) -> list[int]:
+        epoch, index = divmod(step, self.steps_per_epoch)
+        if epoch != self._epoch:
+            generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+            self._order = torch.randperm(self.num_instances, generator=generator)
+            self._epoch, self.permutations = epoch, self.permutations + 1
+        return self._order[index * self.batch_size:(index + 1) * self.batch_size].tolist()
+
+
+@dataclass
+class Schedule:
+    """The learning rate as a fraction of the peak: linear warm-up, then linear decay to 0 at step `total`.
+
+    The decay runs from (anchor_step, anchor_factor) to (total, 0): (warmup, 1.0) for a new run. When a run's length
+    changes (resumed with more or fewer steps, or re-fitted to the measured speed of a time-limited run), the anchor
+    moves to the last step taken and the factor it had, so the rate continues from there and never jumps back up.
+    """
+
+    warmup: int
+    total: int
+    anchor_step: int
+    anchor_factor: float = 1.0
+
+    @classmethod
+    def new(cls, total: int, warmup: int | None) -> Schedule:
+        if warmup is None:
+            warmup = max(1, total // 10)
+        if not 0 < warmup < total:
+            raise ValueError(f"a warm-up of {warmup} steps does not fit a run of {total} steps: give --warmup "
+                             f"between 1 and {total - 1}")
+        return cls(warmup, total, warmup)
+
+    def factor(self, step: int) -> float:
+        """The multiplier of the peak learning rate for optimizer step `step` (0-based)."""
+        if step < self.anchor_step:  # still warming up
+            return (step + 1) / self.warmup
+        return max(0.0, self.anchor_factor * (self.total - step) / max(1, self.total - self.anchor_step))
+
+    def refit(self, step: int, total: int) -> Schedule:
+        """The schedule of a run that has taken `step` steps and should now end at `total`."""
+        if step <= self.anchor_step:  # warm-up is not over: it goes on unchanged, the decay ends at `total`
+            return Schedule(self.warmup, total, self.anchor_step, self.anchor_factor)
+        return Schedule(self.warmup, total, step - 1, self.factor(step - 1))
 
 
 @torch.no_grad()
 def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
-    """Loss, L_MLM, L_NSP, masked-token accuracy and NSP accuracy, averaged over fixed evaluation batches."""
+    """Loss, L_MLM, L_NSP, masked-token accuracy and NSP accuracy, averaged over fixed evaluation batches.
+    The model is evaluated without dropout and left in the mode it was in."""
+    was_training = model.training
     model.eval()
     sums = {"loss": 0.0, "mlm_loss": 0.0, "nsp_loss": 0.0, "mlm_accuracy": 0.0, "nsp_accuracy": 0.0}
-    for batch in batches:
-        out = model(**batch, targets_only=True)
-        targets = batch["labels"][batch["labels"] != -100]
-        sums["loss"] += out.loss.item()
-        sums["mlm_loss"] += out.mlm_loss.item()
-        sums["nsp_loss"] += out.nsp_loss.item()
-        sums["mlm_accuracy"] += masked_token_accuracy(out.prediction_logits, targets)
-        nsp_right = out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]
-        sums["nsp_accuracy"] += nsp_right.float().mean().item()
-    model.train()
+    try:
+        for batch in batches:
+            out = model(**batch, targets_only=True)
+            targets = batch["labels"][batch["labels"] != -100]
+            sums["loss"] += out.loss.item()
+            sums["mlm_loss"] += out.mlm_loss.item()
+            sums["nsp_loss"] += out.nsp_loss.item()
+            sums["mlm_accuracy"] += masked_token_accuracy(out.prediction_logits, targets)
+            nsp_right = out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]
+            sums["nsp_accuracy"] += nsp_right.float().mean().item()
+    finally:
+        model.train(was_training)
     return {k: v / len(batches) for k, v in sums.items()}
 
 
-def save_checkpoint(folder: Path, model, optimizer, scheduler, tokenizer_vocab: Path, state: dict) -> None:
-    """Write model (config.json + model.safetensors), vocab.txt and trainer state into `folder`, atomically:
-    a new folder is written aside and swapped in, so an interruption leaves the previous checkpoint whole."""
+def save_checkpoint(folder: Path, model, optimizer, tokenizer: BertTokenizer, state: dict) -> None:
+    """Write model (config.json + model.safetensors), tokenizer (vocab.txt + tokenizer_config.json) and trainer state
+    into `folder`, atomically: a new folder is written aside and swapped in, so an interruption at any point (even
+    SIGKILL) leaves a whole checkpoint, the previous one or this one."""
     new, old = folder.with_name(folder.name + "-new"), folder.with_name(folder.name + "-old")
     shutil.rmtree(new, ignore_errors=True)
     model.save_pretrained(new)
-    shutil.copy2(tokenizer_vocab, new / "vocab.txt")
-    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), **state},
-               new / "trainer_state.pt")
+    tokenizer.save_pretrained(new)
+    torch.save({"optimizer": optimizer.state_dict(), **state}, new / "trainer_state.pt")
     if folder.exists():
         shutil.rmtree(old, ignore_errors=True)
         folder.rename(old)
@@ -127,96 +202,180 @@ def latest_checkpoint(out: Path) -> Path | None:
 
 
 def make_optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices only (biases and LayerNorm parameters are not decayed, as in BERT)."""
-    decay = [p for p in model.parameters() if p.ndim >= 2]
-    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    """AdamW with weight decay on the weight matrices only: biases and LayerNorm parameters are not decayed, as in
+    BERT (its optimizer excludes "bias" and "LayerNorm"; decaying a LayerNorm gain pulls it towards 0, not 1)."""
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():  # a tied matrix is listed once
+        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
     return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                               {"params": no_decay, "weight_decay": 0.0}], lr=cfg.learning_rate)
 
 
+def train_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float, max_grad_norm: float | None
+               ) -> tuple[float, float]:
+    """One update: forward (MLM logits at the targets only), backward, gradient clipping, AdamW at rate `lr`.
+    Returns the loss and the gradient norm before clipping."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    out = model(**batch, targets_only=True)
+    optimizer.zero_grad(set_to_none=True)
+    out.loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm or math.inf)
+    optimizer.step()
+    return out.loss.item(), float(norm)
+
+
+class StopSignals:
+    """While active, Ctrl+C (SIGINT) and SIGTERM only ask the loop to stop: `.received` is set and the loop ends
+    after the step in flight. A second Ctrl+C stops at once (the last complete checkpoint stays on disk)."""
+
+    def __init__(self):
+        self.received: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def _handle(self, signum, frame) -> None:
+        if self.received == signal.SIGINT and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.received = signum
+        print(f"\n{signal.Signals(signum).name}: stopping after this step, then saving a checkpoint",
+              file=sys.stderr, flush=True)
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():  # handlers can only be set there
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+def seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[dict[str, torch.Tensor]],
+                     steps: int = 4) -> float:
+    """Measured time of one optimizer step (batch making included) plus its share of an evaluation, on a throwaway
+    copy of the model: the run's own weights, optimizer and random state are untouched. The first step is not
+    timed (it allocates)."""
+    probe = copy.deepcopy(model).train()
+    optimizer = make_optimizer(probe, cfg)
+    with torch.random.fork_rng(devices=[]):
+        train_step(probe, optimizer, make_batch(0), cfg.learning_rate, cfg.max_grad_norm)
+        start = time.perf_counter()
+        for step in range(1, steps):
+            train_step(probe, optimizer, make_batch(step), cfg.learning_rate, cfg.max_grad_norm)
+        per_step = (time.perf_counter() - start) / (steps - 1)
+        start = time.perf_counter()
+        evaluate(probe, eval_batches)
+    return per_step + (time.perf_counter() - start) / cfg.eval_every
+
+
 def train(cfg: PretrainConfig, progress: bool = True) -> dict:
-    """Pretrain (or resume) and return the final evaluation figures, the history and the run's timing."""
+    """Pretrain (or resume) and return the final evaluation figures, the history, the schedule and the timing.
+
+    Raises:
+        KeyboardInterrupt: after Ctrl+C, once the checkpoint of the last complete step is written.
+        SystemExit: the same after SIGTERM (exit status 143).
+    """
     from tqdm.auto import tqdm
 
+    if cfg.max_steps is None and cfg.max_minutes is None:
+        raise ValueError("give max_steps or max_minutes (or both): the schedule must know where the run ends")
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "pretrain_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
     tokenizer, train_set, eval_set = prepare(cfg, out)
     torch.manual_seed(cfg.seed)
-    model_config = BertConfig.tiny(
-        vocab_size=len(tokenizer), max_position_embeddings=cfg.max_seq_length, hidden_size=cfg.hidden_size,
-        num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
-        intermediate_size=cfg.intermediate_size,
-    )
-    model = BertForPreTraining(model_config)
-    optimizer = make_optimizer(model, cfg)
-
-    def schedule(step: int) -> float:  # linear warm-up, then linear decay to 0 at max_steps
-        if step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
-        return max(0.0, (cfg.max_steps - step) / max(1, cfg.max_steps - cfg.warmup_steps))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    step, history, elapsed = 0, [], 0.0
+    model = BertForPreTraining(cfg.model_config(len(tokenizer)))
+    step, history, elapsed, schedule = 0, [], 0.0, None
     checkpoint = latest_checkpoint(out)
     if checkpoint is not None:
-        model = BertForPreTraining.from_pretrained(checkpoint).train()
+        model = BertForPreTraining.from_pretrained(checkpoint)
         state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
-        optimizer = make_optimizer(model, cfg)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-        scheduler.load_state_dict(state["scheduler"])
-        for group, lr in zip(optimizer.param_groups, scheduler.get_last_lr(), strict=True):
-            group["lr"] = lr  # a new LambdaLR resets the rates to step 0's; the loaded state does not restore them
         step, history, elapsed = state["step"], state["history"], state["elapsed"]
-        torch.set_rng_state(state["torch_rng"])  # dropout continues with the random stream it would have had
-    eval_collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7))
+        schedule = Schedule(**state["schedule"]) if "schedule" in state else None
+    model.train()
+    optimizer = make_optimizer(model, cfg)
+    if checkpoint is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    sampler = EpochSampler(len(train_set), cfg.batch_size, cfg.seed)
+    collator = PretrainingCollator(tokenizer, whole_word_mask=cfg.whole_word_mask)
+
+    def batch_for(step: int) -> dict[str, torch.Tensor]:
+        collator.generator = torch.Generator().manual_seed(cfg.seed * 7919 + step)  # the masks of this step
+        return collator([train_set[i] for i in sampler.indices(step)])
+
+    eval_collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7),
+                                       whole_word_mask=cfg.whole_word_mask)
     eval_batches = [eval_collate(eval_set[i * cfg.batch_size:(i + 1) * cfg.batch_size])
                     for i in range(min(cfg.eval_batches, max(1, len(eval_set) // cfg.batch_size)))]
-    model.train()
-    start = time.perf_counter() - elapsed
-    limit = cfg.max_minutes * 60 if cfg.max_minutes else math.inf
-    bar = tqdm(total=cfg.max_steps, initial=step, disable=not progress, desc="pretraining")
 
-    def record(current_loss: float) -> None:
-        history.append({"step": step, "train_loss": current_loss, "seconds": time.perf_counter() - start,
+    limit = cfg.max_minutes * 60 if cfg.max_minutes else math.inf
+    if cfg.max_minutes is None:
+        total, how = cfg.max_steps, "max_steps"
+    else:  # time-limited: as many steps as the measured speed allows in the time left (re-fitted at each eval)
+        per_step = seconds_per_step(model, cfg, lambda s: batch_for(step + s), eval_batches)
+        total = step + max(1, round((limit - elapsed) / per_step))
+        total = min(total, cfg.max_steps) if cfg.max_steps else total
+        how = f"{cfg.max_minutes:g} min at {per_step:.3f} s/step (measured), re-fitted to the speed as it runs"
+    if schedule is None:
+        schedule = Schedule.new(total, cfg.warmup_steps)
+    elif total != schedule.total:
+        schedule = schedule.refit(step, total)
+    print(f"schedule: peak LR {cfg.learning_rate:g}, warm-up {schedule.warmup} steps, linear decay to 0 at step "
+          f"{schedule.total} ({how}); starting at step {step}, LR {cfg.learning_rate * schedule.factor(step):.3g}")
+    if checkpoint is not None:
+        torch.set_rng_state(state["torch_rng"])  # dropout continues with the random stream it would have had
+    start = time.perf_counter() - elapsed
+    recent = collections.deque([time.perf_counter()], maxlen=cfg.eval_every + 1)  # when the last steps ended
+    bar = tqdm(total=schedule.total, initial=step, disable=not progress, desc="pretraining")
+    saved = (step, len(history)) if checkpoint is not None else None  # what the checkpoint on disk holds
+    loss_value, grad_norm = float("nan"), float("nan")
+
+    def record() -> None:
+        history.append({"step": step, "train_loss": loss_value, "grad_norm": grad_norm,
+                        "lr": cfg.learning_rate * schedule.factor(step - 1), "seconds": time.perf_counter() - start,
                         **evaluate(model, eval_batches)})
 
     def checkpoint_now() -> None:
-        save_checkpoint(out / "checkpoint", model, optimizer, scheduler, out / "vocab.txt",
-                        {"step": step, "history": history, "elapsed": time.perf_counter() - start,
-                         "torch_rng": torch.get_rng_state()})
+        nonlocal saved
+        if saved != (step, len(history)):
+            save_checkpoint(out / "checkpoint", model, optimizer, tokenizer,
+                            {"step": step, "history": history, "elapsed": time.perf_counter() - start,
+                             "schedule": asdict(schedule), "torch_rng": torch.get_rng_state()})
+            saved = (step, len(history))
 
-    loss_value = float("nan")
-    try:
-        while step < cfg.max_steps and time.perf_counter() - start < limit:
-            collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed * 7919 + step))
-            batch = collate(batches_for_step(train_set, step, cfg.batch_size, cfg.seed))
-            out_step = model(**batch, targets_only=True)
-            optimizer.zero_grad(set_to_none=True)
-            out_step.loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
+    with StopSignals() as stop:
+        while not stop.received and step < schedule.total and time.perf_counter() - start < limit:
+            loss_value, grad_norm = train_step(model, optimizer, batch_for(step),
+                                               cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm)
             step += 1
-            loss_value = out_step.loss.item()
             bar.update(1)
             bar.set_postfix(loss=f"{loss_value:.3f}")
             if step % cfg.eval_every == 0:
-                record(loss_value)
+                record()
+            recent.append(time.perf_counter())
+            if cfg.max_minutes is not None and step < schedule.total:  # re-fit the end to the measured speed
+                rate = (recent[-1] - recent[0]) / (len(recent) - 1)  # over the last eval_every steps, eval included
+                fitted = step + max(1, round((limit - (time.perf_counter() - start)) / rate))
+                fitted = min(fitted, cfg.max_steps) if cfg.max_steps else fitted
+                if fitted != schedule.total:
+                    schedule = schedule.refit(step, fitted)
+                    bar.total = schedule.total
             if step % cfg.checkpoint_every == 0:
                 checkpoint_now()
-    except KeyboardInterrupt:  # Ctrl+C / "interrupt kernel": keep what was trained, then stop
-        checkpoint_now()
         bar.close()
-        print(f"interrupted at step {step}: checkpoint saved in {out / 'checkpoint'}; run again to resume")
-        raise
-    bar.close()
-    if not history or history[-1]["step"] != step:
-        record(loss_value)
-    checkpoint_now()
+        if not stop.received and (not history or history[-1]["step"] != step):
+            record()  # the final figures (a stopped run keeps the history an uninterrupted run would have)
+        checkpoint_now()
+    if stop.received:
+        name = signal.Signals(stop.received).name
+        print(f"{name}: stopped after step {step}; checkpoint saved in {out / 'checkpoint'}; run again to resume")
+        if stop.received == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + stop.received)
     return {"step": step, "seconds": time.perf_counter() - start, "train_pairs": len(train_set),
-            "final": history[-1], "history": history, "checkpoint": str(out / "checkpoint")}
+            "final": history[-1], "history": history, "checkpoint": str(out / "checkpoint"),
+            "schedule": asdict(schedule), "final_lr": cfg.learning_rate * schedule.factor(step - 1)}
 
 
 def plot_history(history: list[dict]):
@@ -240,44 +399,62 @@ def plot_history(history: list[dict]):
 
 @torch.no_grad()
 def fill_mask(model, tokenizer: BertTokenizer, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
-    """For each [MASK] in `text`, the top_k pieces and their probabilities."""
+    """For each [MASK] in `text`, the top_k pieces and their probabilities (BertForPreTraining or BertForMaskedLM;
+    the model is left in the mode it was in)."""
     enc = tokenizer.encode(text)
     positions = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"]
     if not positions:
         raise ValueError("the text has no [MASK]: write [MASK] where a piece should be predicted")
+    was_training = model.training
     model.eval()
-    out = model(torch.tensor([enc.input_ids]), token_type_ids=torch.tensor([enc.token_type_ids]))
-    probs = out.prediction_logits[0, positions].softmax(-1)  # (M, V)
-    top = probs.topk(top_k, dim=-1)
+    try:
+        out = model(torch.tensor([enc.input_ids]), token_type_ids=torch.tensor([enc.token_type_ids]))
+    finally:
+        model.train(was_training)
+    logits = out.prediction_logits if hasattr(out, "prediction_logits") else out.logits  # (1, T, V)
+    top = logits[0, positions].softmax(-1).topk(top_k, dim=-1)  # (M, top_k)
     return [[(tokenizer.ids_to_tokens[int(i)], float(p)) for p, i in zip(ps, ids, strict=True)]
             for ps, ids in zip(top.values, top.indices, strict=True)]
 
 
+def _field_type(annotation: str) -> type:
+    """`int | None` -> int: the CLI type of a field (annotations are strings here, see `from __future__`)."""
+    name = annotation.replace(" | None", "")
+    return {"int": int, "float": float, "str": str, "bool": bool}[name]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line, made from PretrainConfig's fields: a new field is a new flag, with no second list."""
+    parser = argparse.ArgumentParser(prog="python -m minibert.pretrain", description="Pretrain a small BERT (MLM + "
+                                     "NSP) and resume it; give --steps or --minutes (or both).")
+    for f in fields(PretrainConfig):
+        flag, kind = f.metadata["flag"] or "--" + f.name.replace("_", "-"), _field_type(f.type)
+        if kind is bool:
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=f.metadata["help"])
+        else:
+            parser.add_argument(flag, dest=f.name, type=kind, default=f.default, metavar=kind.__name__.upper(),
+                                help=f.metadata["help"] + " (default: %(default)s)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minibert.pretrain", description="Pretrain a tiny BERT on CPU.")
-    parser.add_argument("--out", default="runs/tiny", help="run folder (resumes from its checkpoint if present)")
-    parser.add_argument("--corpus", default="wikipedia", help="'wikipedia' (gensim's sample) or a folder of .txt")
-    parser.add_argument("--minutes", type=float, default=None, help="stop after this much training time")
-    parser.add_argument("--steps", type=int, default=None, help="stop after this many optimizer steps")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--vocab-size", type=int, default=8000)
-    parser.add_argument("--eval-every", type=int, default=200)
-    parser.add_argument("--limit-documents", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
-    if args.minutes is None and args.steps is None:
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
+    progress = not args.pop("no_progress")
+    cfg = PretrainConfig(**args)
+    if cfg.max_minutes is None and cfg.max_steps is None:
         parser.error("give --minutes or --steps (or both)")
-    cfg = PretrainConfig(out_dir=args.out, corpus=args.corpus, max_minutes=args.minutes,
-                         max_steps=args.steps or 100_000, batch_size=args.batch_size, max_seq_length=args.seq_len,
-                         vocab_size=args.vocab_size, eval_every=args.eval_every,
-                         limit_documents=args.limit_documents, seed=args.seed)
-    result = train(cfg, progress=not args.no_progress)
+    try:
+        result = train(cfg, progress=progress)
+    except KeyboardInterrupt:
+        return 130
     final = result["final"]
     print(f"step {result['step']} after {result['seconds'] / 60:.1f} min: masked-token accuracy "
           f"{final['mlm_accuracy']:.3f}, NSP accuracy {final['nsp_accuracy']:.3f}, loss {final['loss']:.3f} "
-          f"(MLM {final['mlm_loss']:.3f} + NSP {final['nsp_loss']:.3f}); checkpoint: {result['checkpoint']}")
+          f"(MLM {final['mlm_loss']:.3f} + NSP {final['nsp_loss']:.3f}); last LR {result['final_lr']:.3g} "
+          f"({result['final_lr'] / cfg.learning_rate:.1%} of peak); checkpoint: {result['checkpoint']}")
     return 0
 
 
