@@ -414,3 +414,23 @@ def test_real_config_declares_absolute_positions_and_loads(offline):
     """MiniLM's own config.json says position_embedding_type=absolute: the check must not refuse it."""
     assert json.loads((pretrained_dir() / "config.json").read_text())["position_embedding_type"] == "absolute"
     assert BertModel.from_pretrained(pretrained_dir()).config.hidden_size == 384
+
+
+def test_untied_checkpoint_without_a_decoder_bias_takes_the_shared_bias(tmp_path):
+    """transformers 4.x kept the decoder bias tied to `cls.predictions.bias` even when the matrices were untied, and
+    saved it once: such a file has no `cls.predictions.decoder.bias`. It loads with the decoder bias = that bias."""
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=16, tie_word_embeddings=False)
+    model = BertForPreTraining(config)
+    with torch.no_grad():
+        model.cls.predictions.bias.normal_()
+        model.cls.predictions.decoder.bias.copy_(model.cls.predictions.bias)
+    folder = model.save_pretrained(tmp_path / "untied")
+    state = load_file(str(folder / "model.safetensors"))
+    del state["cls.predictions.decoder.bias"]
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    loaded = BertForPreTraining.from_pretrained(folder)
+    assert loaded.cls.predictions.decoder.weight is not loaded.bert.embeddings.word_embeddings.weight
+    assert torch.equal(loaded.cls.predictions.decoder.bias, state["cls.predictions.bias"])
+    assert torch.equal(loaded.cls.predictions.decoder.weight, state["cls.predictions.decoder.weight"])

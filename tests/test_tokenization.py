@@ -582,3 +582,12 @@ def test_save_pretrained_round_trips_casing(offline, cased_folder, tmp_path, nam
     for text in CASING_SENTENCES:
         assert again.tokenize(text) == tok.tokenize(text), f"{name}: minibert reads its own save differently"
     assert_tokenizes_like_transformers(tok, tmp_path, CASING_SENTENCES, f"saved {name}")
+
+
+def test_tokenizer_folder_keeps_its_max_length_and_refuses_a_gapped_vocabulary(tmp_path):
+    tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cat"], max_length=64)
+    folder = tok.save_pretrained(tmp_path / "tok")
+    assert BertTokenizer.from_pretrained(folder).max_length == 64, "model_max_length should come back"
+    gapped = BertTokenizer({"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 5, "cat": 7})
+    with pytest.raises(ValueError, match="vocab.txt"):
+        gapped.save_pretrained(tmp_path / "gapped")

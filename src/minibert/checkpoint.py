@@ -122,14 +122,15 @@ class PreTrainedMixin:
         model = cls(BertConfig.from_json_file(folder / "config.json"), **kwargs)
         expected = set(model.state_dict())
         state = adapt_keys(load_state_dict(folder), expected, cls.base_model_prefix + ".")
-        for tied, source in model.tied_weights.items():  # saved once, under the source's name
+        for tied, source in model.tied_weights.items():
             if tied in state and source in state and not torch.equal(state[tied], state[source]):
                 raise ValueError(  # loading both into the one shared tensor would let the last one win silently
                     f"the checkpoint's {tied} differs from its {source}, but config.json ties them "
                     "(tie_word_embeddings is true or absent): if this model was trained with a separate output "
                     'matrix, set "tie_word_embeddings": false in config.json to load both'
                 )
-            if tied not in state and source in state:
+        for tied, source in model._tied_weights_keys.items():  # saved once, under the source's name (older
+            if tied not in state and source in state:  # transformers also left out an untied decoder's bias)
                 state[tied] = state[source]
         check_state_dict(model, state)
         model.load_state_dict(state, strict=True)

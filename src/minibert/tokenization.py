@@ -233,12 +233,16 @@ class BertTokenizer:
                 raise ValueError(f"{config_file} is not valid JSON ({exc})") from exc
             settings = {k: config[k] for k in ("do_lower_case", "strip_accents", "tokenize_chinese_chars")
                         if config.get(k) is not None}
+            if isinstance(config.get("model_max_length"), int) and config["model_max_length"] <= 1_000_000:
+                settings["max_length"] = config["model_max_length"]  # unset, transformers writes a huge number
         return cls(folder / "vocab.txt", **settings)
 
     def save_pretrained(self, folder: str | Path) -> Path:
         """Write vocab.txt and tokenizer_config.json (with the casing) that transformers and minibert load."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
+        if sorted(self.ids_to_tokens) != list(range(len(self.ids_to_tokens))):
+            raise ValueError("vocab.txt stores ids as line numbers: this vocabulary's ids are not 0..n-1 without gaps")
         tokens = [self.ids_to_tokens[i] for i in range(len(self.ids_to_tokens))]
         (folder / "vocab.txt").write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
         basic = self.basic
