@@ -141,7 +141,8 @@ def recorded_run(cfg: PretrainConfig, interrupt_at: int | None = None, signal_at
     interrupt_at: the run stops (an exception) right after writing the checkpoint of that step.
     signal_at: (signal, point, step): the process sends itself the signal during that point of that 0-based step
         (the forward pass, the backward pass, right after optimizer.step() before the step counter moves, or while
-        the checkpoint of that step count is being written). `log["stopped"]` is what train() raised.
+        the checkpoint of that step count is being written); signal None raises KeyboardInterrupt there instead.
+        `log["stopped"]` is what train() raised.
     """
     log = {"batches": [], "lrs": [], "result": None, "stopped": None}
     real_forward, real_save, real_torch_save = BertForPreTraining.forward, pretrain.save_checkpoint, torch.save
@@ -149,6 +150,8 @@ def recorded_run(cfg: PretrainConfig, interrupt_at: int | None = None, signal_at
 
     def send(where: str, step: int) -> None:
         if where == point and step == at:
+            if signum is None:  # a KeyboardInterrupt raised by code, not by a signal handler
+                raise KeyboardInterrupt
             os.kill(os.getpid(), signum)
 
     def forward(self, *args, **kwargs):
@@ -302,9 +305,33 @@ def test_a_signal_at_any_point_of_a_step_stops_between_steps_and_resumes_bit_for
     assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", f"{point}, {signum.name}")
 
 
+@pytest.mark.parametrize("point", ["forward", "backward", "optimizer-step"])
+def test_a_keyboard_interrupt_raised_inside_a_step_keeps_a_whole_checkpoint(resumed, tmp_path, capsys, point):
+    """Without the signal handler (training in another thread, or code that raises KeyboardInterrupt), the
+    interrupt arrives inside step 6. Before the update began (forward, backward) nothing of the step was applied: the
+    checkpoint of step 6 is written, with the random state from before the step. After the update (right after
+    optimizer.step()) the step cannot be undone: the step-6 checkpoint already on disk is kept. Either way the
+    resumed run ends bit for bit where the straight run did."""
+    cfg = resumed["cfg"]
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(Path(cfg.out_dir) / "vocab.txt", out / "vocab.txt")
+    settings = dict(max_steps=10, checkpoint_every=4)  # the last periodic checkpoint before step 6 is step 4
+    first = recorded_run(tiny(out, **settings), signal_at=(None, point, 6))
+    assert isinstance(first["stopped"], KeyboardInterrupt)
+    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    want = 4 if point == "optimizer-step" else 6
+    assert state["step"] == want, f"interrupted in the {point} of step 6: checkpoint of step {state['step']}"
+    printed = capsys.readouterr().out
+    assert ("inside the update of step 7" if point == "optimizer-step" else "checkpoint of step 6 saved") in printed
+    second = recorded_run(tiny(out, **settings))
+    assert second["result"]["step"] == 10 and len(second["batches"]) == 10 - want
+    assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", f"KeyboardInterrupt in the {point}")
+
+
 def test_a_second_ctrl_c_stops_at_once(resumed, tmp_path):
-    """Ctrl+C twice: the second one does not wait for the step (the user insists); the checkpoint on disk is the
-    last complete one."""
+    """Ctrl+C twice: the second one does not wait for the step in flight (the user insists). It came in the forward
+    pass of step 4, before the update: the checkpoint of the 4 whole steps is written, and nothing of step 4."""
     cfg = resumed["cfg"]
     out = tmp_path / "run"
     out.mkdir()
@@ -326,7 +353,7 @@ def test_a_second_ctrl_c_stops_at_once(resumed, tmp_path):
         mp.setattr(BertForPreTraining, "forward", forward)
         with pytest.raises(KeyboardInterrupt):
             train(tiny(out, max_steps=10, checkpoint_every=3), progress=False)
-    assert torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["step"] == 3
+    assert torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["step"] == 4
     after = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert after == before, "train() must give the Ctrl+C and SIGTERM handlers back"
 

@@ -227,7 +227,9 @@ def train_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float, max_
 
 class StopSignals:
     """While active, Ctrl+C (SIGINT) and SIGTERM only ask the loop to stop: `.received` is set and the loop ends
-    after the step in flight. A second Ctrl+C stops at once (the last complete checkpoint stays on disk)."""
+    after the step in flight. A second Ctrl+C stops at once (the last complete checkpoint stays on disk).
+    Handlers can only be set in the main thread: elsewhere a KeyboardInterrupt can still arrive inside a step,
+    and `train` saves the last whole step if the update had not begun."""
 
     def __init__(self):
         self.received: int | None = None
@@ -344,10 +346,27 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
                              "schedule": asdict(schedule), "torch_rng": torch.get_rng_state()})
             saved = (step, len(history))
 
+    updating = False  # set when optimizer.step() begins: from then on the step in flight cannot be undone
+
+    def update_begins(*_) -> None:
+        nonlocal updating
+        updating = True
+
+    optimizer.register_step_pre_hook(update_begins)
     with StopSignals() as stop:
         while not stop.received and step < schedule.total and time.perf_counter() - start < limit:
-            loss_value, grad_norm = train_step(model, optimizer, batch_for(step),
-                                               cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm)
+            rng, updating = torch.get_rng_state(), False
+            try:
+                loss_value, grad_norm = train_step(model, optimizer, batch_for(step),
+                                                   cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm)
+            except KeyboardInterrupt:  # raised by code, not by our handler (e.g. training in another thread)
+                if updating:
+                    print(f"interrupted inside the update of step {step + 1}: the checkpoint on disk is kept")
+                    raise
+                torch.set_rng_state(rng)  # forward or backward only: the weights are those of step `step`
+                checkpoint_now()
+                print(f"interrupted during step {step + 1}: checkpoint of step {step} saved in {out / 'checkpoint'}")
+                raise
             step += 1
             bar.update(1)
             bar.set_postfix(loss=f"{loss_value:.3f}")
@@ -454,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"step {result['step']} after {result['seconds'] / 60:.1f} min: masked-token accuracy "
           f"{final['mlm_accuracy']:.3f}, NSP accuracy {final['nsp_accuracy']:.3f}, loss {final['loss']:.3f} "
           f"(MLM {final['mlm_loss']:.3f} + NSP {final['nsp_loss']:.3f}); last LR {result['final_lr']:.3g} "
-          f"({result['final_lr'] / cfg.learning_rate:.1%} of peak); checkpoint: {result['checkpoint']}")
+          f"({result['final_lr'] / cfg.learning_rate:.2%} of peak); checkpoint: {result['checkpoint']}")
     return 0
 
 
