@@ -19,6 +19,9 @@ SUBMISSIONS ?= $(CURDIR)/submitted
 JOBS ?= 2
 KIT ?= $(CURDIR)/build/student-kit
 PYTEST_ARGS ?=
+KIT_ARGS ?=
+# Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade lint clean
 
@@ -36,7 +39,7 @@ $(STAMP): pyproject.toml data-requirements.txt
 	touch $(STAMP)
 
 lab: $(STAMP)  ## open JupyterLab on the course notebooks
-	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -48,13 +51,13 @@ check-sync: $(STAMP)  ## fail when notebooks/ or src/minibert/ differ from what 
 	$(BIN)/python -m minibert_course.release --check
 
 student-kit: $(STAMP)  ## release notebooks + the package with every solution replaced by a stub
-	$(BIN)/python autograder/student_kit.py $(KIT)
+	$(BIN)/python autograder/student_kit.py $(KIT) $(KIT_ARGS)
 
 grade: $(STAMP)  ## nbgrader: generate, autograde (sealed, JOBS workers), feedback, in a course folder outside the repo
 	$(BIN)/python autograder/grade.py --course $(COURSE) --submissions $(SUBMISSIONS) --jobs $(JOBS) $(GRADE_ARGS)
 
 formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for the manually graded answers
-	cd $(COURSE) && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(COURSE) $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+	cd $(COURSE) && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(COURSE) $(ALLOW_ROOT) $(LAB_ARGS)
 
 mutation: $(STAMP)  ## grade every mutant of autograder/mutants/ and write docs/mutation.md
 	$(BIN)/python autograder/mutation.py --jobs $(JOBS) --table docs/mutation.md

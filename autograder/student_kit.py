@@ -6,7 +6,10 @@ its export cell")`), the course tooling (src/minibert_course), the pinned enviro
 `make lab` sets everything up. A `.minibert-kit` marker tells the notebooks' export cells to write the
 student's code into the kit's own package.
 
-Usage: python autograder/student_kit.py KIT_DIR
+Usage: python autograder/student_kit.py KIT_DIR [--force]
+
+A kit folder that exists already holds a student's work (notebooks, exported code, their own files): it is never
+deleted. Without --force the build refuses; with --force the old kit is moved aside to KIT_DIR.old-N first.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ export IPYTHONDIR := $(CURDIR)/build/jupyter/ipython
 export MPLCONFIGDIR := $(CURDIR)/build/jupyter/matplotlib
 export npm_config_cache := $(CURDIR)/build/npm
 export PATH := $(abspath $(BIN)):$(PATH)
+# Jupyter refuses to run as root (containers, cloud notebooks) unless told: say so only when we are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab
 $(STAMP): pyproject.toml data-requirements.txt
@@ -44,7 +49,7 @@ $(STAMP): pyproject.toml data-requirements.txt
 \ttouch $(STAMP)
 
 lab: $(STAMP)
-\t$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(LAB_ARGS)
+\t$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 """
 
 KIT_README = """\
@@ -63,12 +68,21 @@ monkeypatching a library, faking comparisons, ...) earns no points and is flagge
 """
 
 
-def build_kit(kit: Path, root: Path = ROOT) -> Path:
+def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
+    """Write a fresh kit into `kit`. An existing kit is moved aside (`force`) or the build refuses: never deleted."""
     kit = kit.resolve()
     if kit.exists():
         if not (kit / KIT_MARKER).exists():
             raise SystemExit(f"{kit} exists and is not a student kit: choose another folder (nothing was changed)")
-        shutil.rmtree(kit)
+        if not force:
+            raise SystemExit(f"{kit} is a student kit already: it may hold a student's notebooks and exported code. "
+                             "Choose another folder, or rebuild with --force (make student-kit KIT_ARGS=--force), "
+                             "which moves the old kit aside and deletes nothing (nothing was changed)")
+        n = 1
+        while kit.with_name(f"{kit.name}.old-{n}").exists():
+            n += 1
+        kit.rename(kit.with_name(f"{kit.name}.old-{n}"))
+        print(f"the previous kit was moved to {kit.with_name(f'{kit.name}.old-{n}')}")
     notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
         raise SystemExit("notebooks/ is empty: run `make release` first")
@@ -91,6 +105,8 @@ def build_kit(kit: Path, root: Path = ROOT) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    folders = [a for a in args if a != "--force"]
+    if len(folders) != 1 or folders[0].startswith("-"):
         raise SystemExit(__doc__)
-    print(f"student kit written to {build_kit(Path(sys.argv[1]))}")
+    print(f"student kit written to {build_kit(Path(folders[0]), force='--force' in args)}")

@@ -68,8 +68,8 @@ class Lab:
         stamp.touch()
         lab_args = [f"--port={self.port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
                     "--no-browser", "--ServerApp.open_browser=False", f"--ServerApp.token={self.token}"]
-        if os.geteuid() == 0:  # Jupyter refuses to run as root without it (containers, CI)
-            lab_args.append("--allow-root")
+        # No --allow-root here: as root (containers, CI) the Makefile must add it itself, as a user running
+        # `make lab` needs.
         return ["make", "--no-print-directory", "-o", str(stamp), "lab", f"BIN={bin_dir}", f"STAMP={stamp}",
                 f"LAB_ARGS={' '.join(lab_args)}"]
 

@@ -4,6 +4,8 @@ runs its export cell gets their own code in their kit's package (and nowhere els
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +97,41 @@ def test_student_export_fills_the_kit_package_only(kit):
     run = kit_python(kit, "import minibert; print(minibert.WordPieceTokenizer(['[UNK]', 'un', '##want', '##ed'])"
                           ".tokenize('unwanted'))")
     assert run.stdout.strip() == "['un', '##want', '##ed']", run.stderr
+
+
+def test_kit_lab_adds_allow_root_only_for_root(kit):
+    """Jupyter refuses to start as root without --allow-root (containers, cloud notebooks, CI): the kit's `make lab`
+    adds it when, and only when, it runs as root."""
+    run = subprocess.run(["make", "-n", "-o", ".venv/.installed", "lab"], cwd=kit, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    command = next(line for line in run.stdout.splitlines() if "jupyter lab" in line)
+    assert ("--allow-root" in command) == (os.geteuid() == 0), command
+
+
+def load_kit_builder():
+    spec = importlib.util.spec_from_file_location("student_kit", ROOT / "autograder" / "student_kit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rebuilding_a_kit_never_deletes_student_work(tmp_path):
+    builder = load_kit_builder()
+    kit = builder.build_kit(tmp_path / "kit")
+    notes = kit / "my-notes.txt"
+    notes.write_text("a student's own file\n", encoding="utf-8")
+    chapter = kit / "notebooks" / f"{CHAPTER}.ipynb"
+    chapter.write_text(chapter.read_text(encoding="utf-8").replace("NotImplementedError", "my answer"), "utf-8")
+    answered = chapter.read_bytes()
+    with pytest.raises(SystemExit) as refused:
+        builder.build_kit(kit)
+    assert "--force" in str(refused.value) and "nothing was changed" in str(refused.value)
+    assert notes.exists() and chapter.read_bytes() == answered, "a refused rebuild must leave the kit as it was"
+    builder.build_kit(kit, force=True)
+    old = tmp_path / "kit.old-1"
+    assert (old / "my-notes.txt").read_text(encoding="utf-8") == "a student's own file\n"
+    assert (old / "notebooks" / f"{CHAPTER}.ipynb").read_bytes() == answered, "--force must move the work aside"
+    assert not notes.exists() and (kit / "notebooks" / f"{CHAPTER}.ipynb").read_bytes() != answered
+    builder.build_kit(kit, force=True)
+    assert (tmp_path / "kit.old-2").is_dir() and (tmp_path / "kit.old-1" / "my-notes.txt").exists()
