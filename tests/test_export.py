@@ -3,11 +3,14 @@ where exports go (never into the reference package from a student notebook), and
 
 from __future__ import annotations
 
+import os
+import time
+
 import nbformat
 import pytest
 from conftest import ROOT, SOLUTIONS
 from IPython.core.interactiveshell import InteractiveShell
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from minibert_course import export
 from minibert_course.export import (
@@ -131,7 +134,7 @@ def test_cell_never_run_is_refused(shell, tmp_path):
     nbformat.write(nb, path)
     shell.run_cell(nb.cells[0].source, cell_id="cell-0")
     shell.run_cell(nb.cells[1].source, cell_id="cell-1")
-    with pytest.raises(ExportError, match=r"cell 2 \(`y = 2`\): not run"):
+    with pytest.raises(ExportError, match=r"the cell starting `y = 2`: not run"):
         export_notebook(path)
 
 
@@ -203,3 +206,52 @@ def test_a_stub_names_the_function_a_student_can_find():
     lines = ["class A:", "    def f(self):", "        def g():", "            x = 1", "        y = 2", "def h():",
              "    z = 3", "w = 4"]
     assert [enclosing_name(lines, i) for i in (3, 4, 6, 7)] == ["A.f", "A.f", "h", None]
+
+
+def test_saved_but_not_rerun_says_to_run_the_cell(shell, tmp_path):
+    """The reverse of a stale file: the student edited a cell and saved, but did not run it again. The message must
+    say that the saved file is the newer one and the cell needs running (it used to say the file was older)."""
+    root = kit(tmp_path)
+    nb = make_nb("#| default_exp tiny", "#| export\nx = 1")
+    path = root / "notebooks" / "01_tiny.ipynb"
+    run_all(shell, nb)  # the kernel ran x = 1 ...
+    nb.cells[1].source = "#| export\nx = 2"
+    nbformat.write(nb, path)  # ... then the cell was edited to x = 2 and saved, not run
+    later = time.time() + 2
+    os.utime(path, (later, later))
+    with pytest.raises(ExportError, match="changed after it last ran") as refused:
+        export_notebook(path)
+    assert "older than the code you ran" not in str(refused.value)
+    assert not (root / "src" / "minibert" / "tiny.py").exists()
+
+
+def test_refusal_names_the_cell_by_its_first_line_and_section(shell, tmp_path):
+    """JupyterLab shows no cell numbers: a message says which cell by its first code line and the heading above."""
+    root = kit(tmp_path)
+    nb = make_nb("#| default_exp tiny", "#| export\n### BEGIN SOLUTION\ndef answer():\n    return 1")
+    nb.cells.insert(1, new_markdown_cell("## 2. Tiny things\n\n### Exercise: the answer\n\nWrite it."))
+    path = root / "notebooks" / "01_tiny.ipynb"
+    nbformat.write(nb, path)
+    shell.run_cell(nb.cells[0].source, cell_id="cell-0")
+    with pytest.raises(ExportError) as refused:
+        export_notebook(path)
+    message = str(refused.value)
+    assert 'the cell starting `def answer():` (under "Exercise: the answer")' in message, message
+    assert "cell 2" not in message and "cell 1" not in message
+
+
+@pytest.mark.parametrize("notebook", [p.name for p in SOLUTIONS])
+def test_export_cell_alone_in_a_fresh_kernel_says_run_from_the_top(notebook, monkeypatch):
+    """Running only a chapter's last cell in a new kernel must explain what to do, not fail with a NameError."""
+    monkeypatch.setattr(export, "_tracker", None)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.chdir(ROOT / "notebooks")
+    last = [c for c in nbformat.read(ROOT / "notebooks" / notebook, as_version=4).cells if c.cell_type == "code"][-1]
+    sh = InteractiveShell()
+    try:
+        result = sh.run_cell(last.source)
+    finally:
+        InteractiveShell.clear_instance()
+    error = result.error_in_exec
+    assert isinstance(error, ExportError), f"{notebook}'s export cell alone raised {error!r}"
+    assert "from the top" in str(error)

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sys
+import time
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,13 @@ class ExportCell:
     module: str  # "tokenization", "corpus", "__init__", ...
     source: str  # the cell as saved, directives included
     body: str  # the code that goes into the module
+    section: str | None = None  # the heading above it, as the student sees it ("Exercise: the attention formula")
+
+    def describe(self) -> str:
+        """How a student finds the cell: JupyterLab shows no cell numbers, so its first line and its section."""
+        first = next((line for line in self.body.split("\n") if line.strip() and not line.lstrip().startswith("#")),
+                     self.body.split("\n", 1)[0])
+        return f"the cell starting `{first.strip()[:60]}`" + (f" (under \"{self.section}\")" if self.section else "")
 
 
 def parse_directives(source: str) -> tuple[dict[str, str], str]:
@@ -66,8 +74,12 @@ def parse_directives(source: str) -> tuple[dict[str, str], str]:
 def export_cells(nb: nbformat.NotebookNode) -> list[ExportCell]:
     """The cells a notebook exports, in notebook order, each with its target module."""
     default: str | None = None
+    section: str | None = None
     cells: list[ExportCell] = []
     for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            headings = [line.lstrip("#").strip() for line in cell.source.split("\n") if line.startswith("#")]
+            section = headings[-1] if headings else section
         if cell.cell_type != "code":
             continue
         directives, body = parse_directives(cell.source)
@@ -83,7 +95,7 @@ def export_cells(nb: nbformat.NotebookNode) -> list[ExportCell]:
             )
         if not module.isidentifier() and module != INIT:
             raise ExportError(f"cell {index}: '{module}' is not a module name.")
-        cells.append(ExportCell(index, cell.get("id"), module, cell.source, body))
+        cells.append(ExportCell(index, cell.get("id"), module, cell.source, body, section))
     return cells
 
 
@@ -176,6 +188,7 @@ class CellTracker:
     """
 
     by_id: dict[str, str] = field(default_factory=dict)
+    ran_at: dict[str, float] = field(default_factory=dict)  # cell id -> when it last ran (time.time())
     sources: set[str] = field(default_factory=set)
     default_module: str | None = None
     live: dict[str, types.ModuleType] = field(default_factory=dict)
@@ -184,6 +197,7 @@ class CellTracker:
         cell_id = getattr(info, "cell_id", None)
         if cell_id:
             self.by_id[cell_id] = info.raw_cell
+            self.ran_at[cell_id] = time.time()
         self.sources.add(info.raw_cell)
 
     def post_run_cell(self, result) -> None:  # IPython's ExecutionResult
@@ -227,8 +241,11 @@ def track_cells(shell=None) -> CellTracker | None:
     return _tracker
 
 
-def check_fresh(cells: list[ExportCell], tracker: CellTracker | None) -> None:
-    """Refuse to export a saved file whose export cells differ from what the kernel ran."""
+def check_fresh(cells: list[ExportCell], tracker: CellTracker | None, saved_at: float | None = None) -> None:
+    """Refuse to export a saved file whose export cells differ from what the kernel ran.
+
+    `saved_at` (the file's modification time) tells the two cases apart: a file saved before the cell last ran
+    lacks the code that ran (save it); a file saved after it holds an edit that has not run (run the cell)."""
     if tracker is None:
         raise ExportError(
             "Nothing was exported: the notebook's first code cell (it calls track_cells()) has not run in "
@@ -236,12 +253,17 @@ def check_fresh(cells: list[ExportCell], tracker: CellTracker | None) -> None:
         )
     problems = []
     for cell in cells:
-        first = cell.body.split("\n", 1)[0][:60]
         ran = tracker.by_id.get(cell.cell_id) if cell.cell_id else None
         if ran is not None and ran != cell.source:
-            problems.append(f"cell {cell.index} (`{first}`): the saved file is older than the code you ran")
+            ran_at = tracker.ran_at.get(cell.cell_id)
+            if saved_at is not None and ran_at is not None and saved_at > ran_at:
+                problems.append(f"{cell.describe()}: changed after it last ran (the saved file is newer than the "
+                                "code you ran): run it again")
+            else:
+                problems.append(f"{cell.describe()}: the saved file is older than the code you ran: save the "
+                                "notebook")
         elif ran is None and cell.source not in tracker.sources:
-            problems.append(f"cell {cell.index} (`{first}`): not run in this kernel as saved")
+            problems.append(f"{cell.describe()}: not run in this kernel as saved: run it")
     if problems:
         raise ExportError(
             "Nothing was exported, because the saved notebook is not the code your kernel ran:\n  - "
@@ -295,7 +317,7 @@ def export_notebook(notebook: str | os.PathLike, to: str | os.PathLike | None = 
         )
     nb = read_notebook(path)
     cells = export_cells(nb)
-    check_fresh(cells, _tracker)
+    check_fresh(cells, _tracker, path.stat().st_mtime)
     target = Path(to) if to is not None else destination(path)
     target.mkdir(parents=True, exist_ok=True)
     written = []
