@@ -55,16 +55,61 @@ lab: $(STAMP)
 KIT_README = """\
 # minibert: student kit
 
-Run `make lab`: the first run creates `.venv` and installs the course environment (a few minutes), then
-JupyterLab opens on `notebooks/`. Work through the chapters in order. The last cell of each chapter exports your
-code into `src/minibert/`, so that later chapters and `import minibert` run on your own implementation. Until you
-export a chapter, its functions raise `NotImplementedError` naming the chapter to complete.
+You build BERT in six notebooks and end with your own `minibert` package.
+
+## Start
+
+Needs Python >= 3.10 (`python3`) and `make`. Run `make lab`: the first run creates `.venv` and installs the course
+environment (a few minutes), then JupyterLab opens on `notebooks/`. As root (containers, cloud notebooks) it adds the
+`--allow-root` that Jupyter requires.
+
+## Work through the chapters in order
+
+| # | notebook | you build |
+|---|---|---|
+| 01 | `01_wordpiece.ipynb` | `minibert.tokenization`, `minibert.corpus` |
+| 02 | `02_embeddings.ipynb` | `minibert.embeddings` |
+| 03 | `03_attention.ipynb` | `minibert.attention`, `config`, `model`, `checkpoint` |
+| 04 | `04_masking.ipynb` | `minibert.masking` |
+| 05 | `05_data.ipynb` | `minibert.data` |
+| 06 | `06_pretraining.ipynb` | `minibert.heads`, `minibert.pretrain` |
+
+Run each notebook from the top (Run > Run All Cells). The last cell of each chapter exports your code into
+`src/minibert/`, so that later chapters and `import minibert` run on your own implementation; it refuses a notebook
+that is not saved or whose cells have not run as saved, and says which cell. Until you export a chapter, its
+functions raise `NotImplementedError` naming the chapter to complete.
+
+**After exporting, restart the kernels of the other notebooks you have open** (Kernel > Restart): a running
+kernel keeps the code it imported. If you forget, the error says so.
+
+## Check your work
+
+- The visible tests in each notebook run when you run the notebook.
+- Validate a chapter as the grader will: the **Validate** button of the notebook toolbar, or from this folder
+  `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`. It reports failing tests (hidden tests are added only
+  when your instructor grades).
+
+## Submit
+
+Hand in the notebooks you completed, `notebooks/NN_*.ipynb`, saved, as your instructor asks (one folder or `.zip`
+with your notebooks in it). Keep their names if you can; a renamed notebook is still recognised by its cells.
 
 How your notebooks are graded: the grader takes your answer cells (and any code cells you add) and runs them with
 the course's own given cells and tests, hidden tests included, in a plain Python interpreter: IPython magics and
 `!` commands in your answers are not run there, and edits to given or test cells are not used. Each chapter is
 graded on its own, with the reference code of the earlier chapters. Code that tampers with the grader (hooks,
 monkeypatching a library, faking comparisons, ...) earns no points and is flagged for your instructor.
+
+## Afterwards: your package
+
+`src/minibert` is a normal Python package, installed in `.venv` in editable mode:
+
+```bash
+.venv/bin/python -c "import minibert; print(minibert.__file__)"
+.venv/bin/python -m minibert.pretrain --out runs/tiny --minutes 10    # pretrain a tiny BERT with your code
+```
+
+Elsewhere: `pip install -e path/to/this/folder`.
 """
 
 

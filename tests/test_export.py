@@ -4,6 +4,7 @@ where exports go (never into the reference package from a student notebook), and
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import nbformat
@@ -255,3 +256,33 @@ def test_export_cell_alone_in_a_fresh_kernel_says_run_from_the_top(notebook, mon
     error = result.error_in_exec
     assert isinstance(error, ExportError), f"{notebook}'s export cell alone raised {error!r}"
     assert "from the top" in str(error)
+
+
+def test_a_stub_reached_after_its_chapter_was_exported_says_to_restart(shell, tmp_path, monkeypatch, capsys):
+    """A kernel that imported chapter 01's stubs keeps them after chapter 01 is exported from another notebook:
+    the stub's own message ("complete chapter 01") would then be wrong. The course kernel adds the right advice."""
+    root = kit(tmp_path)
+    package = root / "src" / "minibert"
+    (package / "__init__.py").write_text("")
+    message = "minibert.tiny.f -- complete chapter 01 and run its export cell"
+    (package / "tiny.py").write_text(f'def f():\n    raise NotImplementedError("{message}")\n')
+    saved = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "minibert"}
+    for name in saved:
+        del sys.modules[name]
+    monkeypatch.syspath_prepend(str(root / "src"))
+    try:
+        shell.run_cell("from minibert.tiny import f")
+        shell.run_cell("f()")
+        first = capsys.readouterr().out
+        assert message in first and "restart this kernel" not in first, "not exported yet: the stub is right"
+        (package / "tiny.py").write_text("def f():\n    return 42\n")  # chapter 01 exported from another kernel
+        shell.run_cell("f()")
+        second = capsys.readouterr().out
+        assert message in second, "the traceback itself is still shown"
+        assert "restart this kernel (Kernel > Restart) to use your chapter 01 code" in second, second
+        shell.run_cell("raise NotImplementedError('something else')")
+        assert "restart this kernel" not in capsys.readouterr().out
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] == "minibert"]:
+            del sys.modules[name]
+        sys.modules.update(saved)

@@ -135,3 +135,14 @@ def test_rebuilding_a_kit_never_deletes_student_work(tmp_path):
     assert not notes.exists() and (kit / "notebooks" / f"{CHAPTER}.ipynb").read_bytes() != answered
     builder.build_kit(kit, force=True)
     assert (tmp_path / "kit.old-2").is_dir() and (tmp_path / "kit.old-1" / "my-notes.txt").exists()
+
+
+def test_kit_readme_tells_the_student_what_to_do(kit):
+    text = (kit / "README.md").read_text(encoding="utf-8")
+    for needed in ("Python >= 3.10", "make lab", "--allow-root", "Kernel > Restart", "Validate",
+                   "nbgrader validate notebooks/01_wordpiece.ipynb", "## Submit", "import minibert",
+                   "python -m minibert.pretrain"):
+        assert needed in text, f"the kit README should say {needed!r}"
+    chapters = sorted(p.name for p in (kit / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    positions = [text.find(f"`{name}`") for name in chapters]
+    assert -1 not in positions and positions == sorted(positions), "every chapter, in order"

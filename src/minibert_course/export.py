@@ -237,8 +237,32 @@ def track_cells(shell=None) -> CellTracker | None:
         _tracker = CellTracker()
         shell.events.register("pre_run_cell", _tracker.pre_run_cell)
         shell.events.register("post_run_cell", _tracker.post_run_cell)
+        shell.set_custom_exc((NotImplementedError,), _explain_stub)
         shell._minibert_tracker = _tracker
     return _tracker
+
+
+_STUB = re.compile(r"^(minibert\.(\w+)\.[\w.]+) -- complete chapter (\d+) and run its export cell")
+
+
+def restart_hint(error: BaseException) -> str | None:
+    """For a stub's NotImplementedError whose chapter has been exported since this kernel imported the module
+    (its file no longer holds the stub): the advice to restart. A kernel keeps the modules it imported."""
+    match = _STUB.match(str(error))
+    module = sys.modules.get(f"{PACKAGE}.{match.group(2)}") if match else None
+    path = Path(getattr(module, "__file__", "") or "")
+    if not match or not path.is_file() or str(error) in path.read_text(encoding="utf-8", errors="replace"):
+        return None
+    return (f"Chapter {match.group(3)} has been exported since this kernel imported {match.group(1)}: restart this "
+            f"kernel (Kernel > Restart) to use your chapter {match.group(3)} code.")
+
+
+def _explain_stub(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler for NotImplementedError in a course kernel: the usual traceback, then the restart hint."""
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    hint = restart_hint(value)
+    if hint:
+        print(hint)
 
 
 def check_fresh(cells: list[ExportCell], tracker: CellTracker | None, saved_at: float | None = None) -> None:
