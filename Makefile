@@ -39,6 +39,7 @@ $(STAMP): pyproject.toml data-requirements.txt
 	touch $(STAMP)
 
 lab: $(STAMP)  ## open JupyterLab on the course notebooks
+	$(BIN)/python -m minibert_course.labconfig $(JUPYTER_CONFIG_DIR)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: $(STAMP)  ## the whole test suite
@@ -57,7 +58,8 @@ grade: $(STAMP)  ## nbgrader: generate, autograde (sealed, JOBS workers), feedba
 	$(BIN)/python autograder/grade.py --course $(COURSE) --submissions $(SUBMISSIONS) --jobs $(JOBS) $(GRADE_ARGS)
 
 formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for the manually graded answers
-	cd $(COURSE) && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(COURSE) $(ALLOW_ROOT) $(LAB_ARGS)
+	@# a config folder of its own: the student lab's config turns the formgrader off
+	cd $(COURSE) && JUPYTER_CONFIG_DIR=$(CURDIR)/build/jupyter/instructor $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(COURSE) $(ALLOW_ROOT) $(LAB_ARGS)
 
 mutation: $(STAMP)  ## grade every mutant of autograder/mutants/ and write docs/mutation.md
 	$(BIN)/python autograder/mutation.py --jobs $(JOBS) --table docs/mutation.md

@@ -49,6 +49,7 @@ $(STAMP): pyproject.toml data-requirements.txt
 \ttouch $(STAMP)
 
 lab: $(STAMP)
+\t$(BIN)/python -m minibert_course.labconfig $(JUPYTER_CONFIG_DIR)
 \t$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 """
 

@@ -244,6 +244,23 @@ def test_lab_renders_the_notebooks_in_a_browser(lab, tmp_path):
             f"{nb.name} not shown in the file browser; {why}"
 
 
+def test_student_lab_shows_validate_but_no_instructor_pages(lab):
+    """A student's lab has nbgrader's Validate button and none of the instructor's tools: no formgrader page, no
+    course or assignment list (which complained that there is no nbgrader_config.py)."""
+    status, _, _ = lab.get("/formgrader")
+    assert status == 404, f"/formgrader answered {status}: the formgrader is loaded in the student lab"
+    status, _, page = lab.get("/lab")
+    assert status == 200
+    config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page,
+                                  re.S).group(1))
+    disabled = config.get("disabledExtensions", [])
+    disabled = set(disabled) if isinstance(disabled, list) else {k for k, v in disabled.items() if v}
+    for plugin in ("formgrader", "course-list", "create-assignment", "assignment-list"):
+        assert f"@jupyter/nbgrader:{plugin}" in disabled, f"{plugin} is on in the student lab: {sorted(disabled)}"
+    assert "@jupyter/nbgrader:validate-assignment" not in disabled, "the Validate button must stay"
+    assert "nbgrader_config.py" not in lab.log_tail(200_000), lab.log_tail()
+
+
 def test_nothing_is_written_to_home(lab):
     """Last in the file: it stops the server, so that what is written at shutdown is seen too."""
     lab.get_json("/api/status")
@@ -251,4 +268,5 @@ def test_nothing_is_written_to_home(lab):
     assert lab.proc.poll() is not None
     written = files_under(lab.home)
     assert not written, f"`make lab` wrote into HOME ({lab.home}): {written}"
+
 

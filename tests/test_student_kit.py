@@ -107,6 +107,8 @@ def test_kit_lab_adds_allow_root_only_for_root(kit):
     assert run.returncode == 0, run.stderr
     command = next(line for line in run.stdout.splitlines() if "jupyter lab" in line)
     assert ("--allow-root" in command) == (os.geteuid() == 0), command
+    assert "-m minibert_course.labconfig" in run.stdout, "the kit's lab must turn the instructor's tools off"
+    assert (kit / "src" / "minibert_course" / "labconfig.py").exists()
 
 
 def load_kit_builder():
