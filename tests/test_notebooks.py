@@ -44,3 +44,32 @@ def test_solution_notebook_runs_and_exports_the_reference_package(solution, tmp_
         exported = (tmp_path / f"{module}.py").read_text(encoding="utf-8")
         reference = (ROOT / "src" / "minibert" / f"{module}.py").read_text(encoding="utf-8")
         assert exported == reference, f"the export cell of {solution.name} and `make release` disagree on {module}"
+
+
+def test_visible_test_names_what_is_wrong_with_labels_filled_with_zero():
+    """Chapter 04: labels filled with 0 instead of -100 at non-targets used to fail with "special tokens and padding
+    must never be targets", which points at the wrong mistake. The visible test must name -100 and what it got."""
+    import importlib.util
+
+    import torch
+
+    import minibert.masking
+
+    spec = importlib.util.spec_from_file_location("mutants04", ROOT / "autograder" / "mutants" / "04_masking.py")
+    catalogue = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(catalogue)
+    mutant = next(m for m in catalogue.MUTANTS if m["name"] == "labels-zero-elsewhere")
+    nb = nbformat.read(ROOT / "solutions" / "04_masking.ipynb", as_version=4)
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
+    answer = cells[mutant["exercise"]]
+    for old, new in mutant["edits"]:
+        answer = answer.replace(old, new)
+    namespace = {**vars(minibert.masking), "torch": torch}
+    exec(answer, namespace)
+    visible = cells["test-mask-tokens"].split("### BEGIN HIDDEN TESTS")[0] + cells["test-mask-tokens"].split(
+        "### END HIDDEN TESTS")[1]
+    with pytest.raises(AssertionError) as failed:
+        exec(visible, namespace)
+    message = str(failed.value)
+    assert "-100" in message and "[0, 0, 0]" in message, message
+    assert "special tokens" not in message, message
