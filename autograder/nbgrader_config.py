@@ -4,6 +4,9 @@ Run nbgrader from the course folder (it reads nbgrader_config.py from the curren
 course's venv `bin` first on PATH (nbgrader runs `alembic` from PATH).
 """
 
+from pathlib import Path
+
+import nbgrader
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
     AssignLatePenalties,
@@ -22,6 +25,7 @@ from nbgrader.preprocessors import (
     SaveCells,
 )
 
+import minibert_course
 from minibert_course.nbgrader_ext import HideTestTracebacks, NamedStubs, SealedExecute
 
 c = get_config()  # noqa: F821 (injected by traitlets)
@@ -62,5 +66,11 @@ c.Autograde.autograde_preprocessors = [
     CheckCellMetadata,
 ]
 
-# Feedback never shows hidden tests, nor the tracebacks of test cells (they quote the test code).
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, HideTestTracebacks, CSSHTMLHeaderPreprocessor]
+# Feedback never shows hidden tests, nor the tracebacks of test cells (they quote the test code); a failing visible
+# test shows its message. HideTestTracebacks runs before ClearHiddenTests: it needs the hidden-test markers.
+c.GenerateFeedback.preprocessors = [GetGrades, HideTestTracebacks, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback pages render offline: our feedback/mathjax.html.j2 (first on the path) replaces the CDN MathJax.
+c.HTMLExporter.extra_template_basedirs = [
+    str(Path(minibert_course.__file__).parent / "templates"),
+    str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
+]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import html
+import re
 
 import pytest
 from conftest import ROOT, SOLUTIONS, read, tree_digest
@@ -18,7 +19,8 @@ from minibert_course.nbgrader_ext import secret_lines
 
 pytestmark = pytest.mark.slow
 CHAPTERS = [p.stem for p in SOLUTIONS]
-HIDE_NOTE = "this test failed. Its details are not shown"
+HIDE_NOTE = "a hidden test failed. Its details are not shown"
+VISIBLE_NOTE = "(a visible test failed: see it in your notebook)"
 
 
 def rows(graded_class) -> dict[tuple[str, str], dict]:
@@ -82,19 +84,26 @@ def test_feedback_of_the_class_hides_hidden_tests_and_solutions(graded_class):
             text = html.unescape(page.read_text(encoding="utf-8"))
             student = page.parent.parent.name
             assert "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text, (student, chapter)
-            if student == "untouched":  # every test fails; none shows its traceback or the solutions
-                assert HIDE_NOTE in text, chapter
+            assert not re.findall(r'(?:src|href)="(?:https?:)?//', text), f"{page}: loads from the network"
+            if student == "untouched":  # every test fails at its first visible line: the stub's message is shown
+                assert VISIBLE_NOTE in text and "complete chapter" in text, chapter
+                assert "Traceback" not in text, chapter
                 leaked = [s for s in secrets if s in text]
                 assert not leaked, (chapter, leaked[:3])
             if student == "control":
-                assert HIDE_NOTE not in text, chapter
+                assert HIDE_NOTE not in text and VISIBLE_NOTE not in text, chapter
 
 
-def test_carol_sees_that_one_test_failed_without_its_details(graded_class):
+def test_carol_sees_the_message_of_her_one_failing_visible_test(graded_class):
+    """A failing visible test shows its message in full (it is in the student's notebook anyway), never its
+    traceback; only a hidden test's message is withheld."""
     page = graded_class.course / "feedback" / "carol_one_wrong" / "01_wordpiece" / "01_wordpiece.html"
     text = html.unescape(page.read_text(encoding="utf-8"))
-    assert text.count(HIDE_NOTE) == 1
-    assert text.count("B and its [SEP] are segment 1") <= 1  # the visible test's source only, not its error
+    assert text.count(VISIBLE_NOTE) + text.count(HIDE_NOTE) == 1, "exactly one test of carol's fails"
+    assert text.count(VISIBLE_NOTE) == 1, "carol's wrong input format fails a visible test"
+    shown = text.split(VISIBLE_NOTE)[0].rsplit("Error: ", 1)[1].strip()
+    assert len(shown) > 10, f"the visible test's message should be shown in full, got {shown!r}"
+    assert "Traceback" not in text
 
 
 def test_grading_does_not_touch_the_reference_package_or_the_solutions(graded_class):

@@ -83,27 +83,54 @@ class NamedStubs(ClearSolutions):
 GRADER_ERRORS = ("NotGraded", "Tampering", "NotRun", "CellError")  # errors the sealed executor writes itself
 
 
+_CELL_FRAME = re.compile(r'File "<cell>", line (\d+)')
+
+
+def hidden_test_lines(source: str) -> set[int]:
+    """1-based numbers of the lines between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS` (markers included)."""
+    hidden, inside = set(), False
+    for number, line in enumerate(source.split("\n"), start=1):
+        if "BEGIN HIDDEN TESTS" in line:
+            inside = True
+        if inside:
+            hidden.add(number)
+        if "END HIDDEN TESTS" in line:
+            inside = False
+    return hidden
+
+
+def failing_line(error: dict) -> int | None:
+    """The line of the test cell itself that was running when it failed: the first `<cell>` frame of the judge's
+    traceback (later frames are functions it called). None when the traceback does not show it."""
+    for entry in error.get("traceback", []):
+        match = _CELL_FRAME.search(entry)
+        if match:
+            return int(match.group(1))
+    return None
+
+
 class HideTestTracebacks(NbGraderPreprocessor):  # NbGraderPreprocessor: enabled by default
-    """In feedback, replace the error output of a test cell by its error name alone."""
+    """In feedback, a failing test cell shows `Error: message` when a visible test failed (the student has its source
+    and message in their notebook anyway) and only the error name when a hidden test failed. Tracebacks are never
+    shown: they would quote the test's code. Runs before ClearHiddenTests, while the markers are still there."""
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+            hidden = hidden_test_lines(cell.source)
             outputs = []
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "error" and out.get("ename") in GRADER_ERRORS:
-                    out = {  # the grader's own verdict (about the student's code, never the test's): shown
-                        "output_type": "stream",
-                        "name": "stderr",
-                        "text": f"{out.get('ename')}: {out.get('evalue', '')}\n",
-                    }
+                    text = f"{out.get('ename')}: {out.get('evalue', '')}\n"  # the grader's verdict: shown
+                elif out.get("output_type") == "error" and failing_line(out) not in hidden | {None}:
+                    text = (f"{out.get('ename', 'Error')}: {out.get('evalue', '')}\n"
+                            "(a visible test failed: see it in your notebook)\n")
                 elif out.get("output_type") == "error":
-                    out = {
-                        "output_type": "stream",
-                        "name": "stderr",
-                        "text": f"{out.get('ename', 'Error')}: this test failed. Its details are not shown; "
-                        "check your answer against the visible tests and the task text.\n",
-                    }
-                outputs.append(out)
+                    text = (f"{out.get('ename', 'Error')}: a hidden test failed. Its details are not shown; "
+                            "check your answer against the visible tests and the task text.\n")
+                else:
+                    outputs.append(out)
+                    continue
+                outputs.append({"output_type": "stream", "name": "stderr", "text": text})
             cell.outputs = outputs
         return cell, resources
 
