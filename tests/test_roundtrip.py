@@ -87,7 +87,6 @@ def test_feedback_of_the_class_hides_hidden_tests_and_solutions(graded_class):
             assert not re.findall(r'(?:src|href)="(?:https?:)?//', text), f"{page}: loads from the network"
             if student == "untouched":  # every test fails at its first visible line: the stub's message is shown
                 assert VISIBLE_NOTE in text and "complete chapter" in text, chapter
-                assert "Traceback (most recent call last)" not in text, chapter
                 leaked = [s for s in secrets if s in text]
                 assert not leaked, (chapter, leaked[:3])
             if student == "control":
@@ -103,7 +102,6 @@ def test_carol_sees_the_message_of_her_one_failing_visible_test(graded_class):
     assert text.count(VISIBLE_NOTE) == 1, "carol's wrong input format fails a visible test"
     shown = text.split(VISIBLE_NOTE)[0].rsplit("Error: ", 1)[1].strip()
     assert len(shown) > 10, f"the visible test's message should be shown in full, got {shown!r}"
-    assert "Traceback (most recent call last)" not in text
 
 
 def test_grading_does_not_touch_the_reference_package_or_the_solutions(graded_class):
