@@ -179,3 +179,18 @@ def build_inputs(tokens_a, tokens_b=None):
         tokens += [*tokens_b, "[SEP]"]
     return tokens, [0] * len(tokens)  # wrong: B is segment 1
 '''
+
+
+def padded_pair_batch(vocab_size: int, seed: int, low: int) -> tuple:
+    """The (3, 9) pair batch of the model tests: ids drawn from [low, vocab_size) with `seed`, row 0 full, row 1
+    padded from position 6, row 2 from 4, segment 1 from position 4. The ids under padding are left as drawn: set
+    them (to [PAD]) after any other edit of the ids."""
+    import torch
+
+    ids = torch.randint(low, vocab_size, (3, 9), generator=torch.Generator().manual_seed(seed))
+    mask = torch.ones(3, 9, dtype=torch.long)
+    mask[1, 6:] = 0
+    mask[2, 4:] = 0
+    segments = torch.zeros(3, 9, dtype=torch.long)
+    segments[:, 4:] = 1
+    return ids, mask, segments

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from conftest import max_diff
+from conftest import max_diff, padded_pair_batch
 from safetensors.torch import load_file, save_file
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel, BertTokenizer
@@ -95,14 +95,8 @@ def copy_real_folder(tmp_path: Path, name: str = "real") -> Path:
 @pytest.fixture(scope="module")
 def batch():
     """A padded batch of the tiny vocabulary: row 0 full, row 1 padded from 6, row 2 from 4; segments 0/1."""
-    g = torch.Generator().manual_seed(11)
-    ids = torch.randint(5, V, (B, T), generator=g)
-    mask = torch.ones(B, T, dtype=torch.long)
-    mask[1, 6:] = 0
-    mask[2, 4:] = 0
+    ids, mask, segments = padded_pair_batch(V, seed=11, low=5)
     ids[mask == 0] = 0
-    segments = torch.zeros(B, T, dtype=torch.long)
-    segments[:, 4:] = 1
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": segments}
 
 

@@ -24,7 +24,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import transformers
-from conftest import hf_config, max_diff
+from conftest import hf_config, max_diff, padded_pair_batch
 from torch import nn
 
 import minibert.attention
@@ -50,14 +50,8 @@ def small_config(**overrides) -> BertConfig:
 def batch():
     """A padded pair batch: row 0 full, row 1 padded from 6, row 2 from 4; segments 0/1; MLM labels at a few real
     positions (-100 elsewhere) and NSP labels."""
-    g = torch.Generator().manual_seed(7)
-    ids = torch.randint(1, V, (B, T), generator=g)
-    mask = torch.ones(B, T, dtype=torch.long)
-    mask[1, 6:] = 0
-    mask[2, 4:] = 0
+    ids, mask, segments = padded_pair_batch(V, seed=7, low=1)
     ids[mask == 0] = 0
-    segments = torch.zeros(B, T, dtype=torch.long)
-    segments[:, 4:] = 1
     labels = torch.full((B, T), -100)
     for r, c in [(0, 1), (0, 6), (1, 2), (1, 5), (2, 3)]:
         labels[r, c] = (int(ids[r, c]) + 11) % V

@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import transformers
-from conftest import hf_config, max_diff
+from conftest import hf_config, max_diff, padded_pair_batch
 from safetensors.torch import load_file
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
@@ -48,13 +48,7 @@ def random_hf(cls, seed: int):
 def batch():
     """A padded batch with MLM labels: row 0 full, row 1 padded from 6, row 2 from 4; labels at a few real
     positions (one of them at a [MASK] input, the others at unchanged or random pieces), -100 elsewhere."""
-    g = torch.Generator().manual_seed(11)
-    original = torch.randint(5, V, (B, T), generator=g)
-    mask = torch.ones(B, T, dtype=torch.long)
-    mask[1, 6:] = 0
-    mask[2, 4:] = 0
-    segments = torch.zeros(B, T, dtype=torch.long)
-    segments[:, 4:] = 1
+    original, mask, segments = padded_pair_batch(V, seed=11, low=5)
     labels = torch.full((B, T), -100)
     ids = original.clone()
     for r, c, kind in [(0, 1, "mask"), (0, 5, "same"), (0, 7, "random"), (1, 2, "mask"), (1, 3, "mask"),
