@@ -3,7 +3,8 @@
 The kit holds the release notebooks (notebooks/), the package exported from *them* (src/minibert, so every
 solution region is a `raise NotImplementedError("minibert.<module>.<function> -- complete chapter NN and run
 its export cell")`), the course tooling (src/minibert_course), the pinned environment and a Makefile whose
-`make lab` sets everything up. A `.minibert-kit` marker tells the notebooks' export cells to write the
+`make lab` sets everything up, and whose `make test` runs the package tests (tests/) and a certificate on the student's
+own package (minibert_course.certify). A `.minibert-kit` marker tells the notebooks' export cells to write the
 student's code into the kit's own package.
 
 Usage: python autograder/student_kit.py KIT_DIR [--force]
@@ -21,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from minibert_course.certify import CHAPTERS, PACKAGE_TESTS  # noqa: E402
 from minibert_course.export import KIT_MARKER, PACKAGE, build_package  # noqa: E402
 
 GRADER_ONLY = ("sealed.py", "judge.py", "nbgrader_ext.py", "release.py")  # instructor tooling, not for the kit
@@ -40,7 +42,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 # Jupyter refuses to run as root (containers, cloud notebooks) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab
+.PHONY: lab test
 $(STAMP): pyproject.toml data-requirements.txt
 \ttest -x $(BIN)/python || $(PYTHON) -m venv .venv
 \t$(BIN)/python -m pip install --quiet --upgrade pip
@@ -51,7 +53,20 @@ $(STAMP): pyproject.toml data-requirements.txt
 lab: $(STAMP)
 \t$(BIN)/python -m minibert_course.labconfig $(JUPYTER_CONFIG_DIR)
 \t$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(ALLOW_ROOT) $(LAB_ARGS)
+
+test: $(STAMP)  ## the package tests on your own src/minibert, then the certificate; a table per chapter
+\t$(BIN)/python -m minibert_course.certify --tests tests --json build/certificate.json
 """
+
+KIT_CONFTEST = '''"""The package tests, run by `make test` on your own minibert (src/minibert of this kit)."""
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # no plot windows
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model and vocabulary is local: never ask the hub
+
+from helpers import offline  # noqa: E402, F401 (a fixture of the tests)
+'''
 
 KIT_README = """\
 # minibert: student kit
@@ -60,21 +75,15 @@ You build BERT in six notebooks and end with your own `minibert` package.
 
 ## Start
 
-Needs Python >= 3.10 (`python3`) and `make`. Run `make lab`: the first run creates `.venv` and installs the course
-environment (a few minutes), then JupyterLab opens on `notebooks/`. As root (containers, cloud notebooks) it adds the
-`--allow-root` that Jupyter requires.
+Needs Python >= 3.10 (`python3`) and `make`. Two commands, run from this folder:
+
+- `make lab`: the first run creates `.venv` and installs the course environment (a few minutes), then JupyterLab
+  opens on `notebooks/`. As root (containers, cloud notebooks) it adds the `--allow-root` that Jupyter requires.
+- `make test`: the same set-up, then the package tests and the certificate on your own code (see "Check your work").
 
 ## Work through the chapters in order
 
-| # | notebook | you build |
-|---|---|---|
-| 01 | `01_wordpiece.ipynb` | `minibert.tokenization`, `minibert.corpus` |
-| 02 | `02_embeddings.ipynb` | `minibert.embeddings` |
-| 03 | `03_attention.ipynb` | `minibert.attention`, `config`, `model`, `checkpoint` |
-| 04 | `04_masking.ipynb` | `minibert.masking` |
-| 05 | `05_data.ipynb` | `minibert.data` |
-| 06 | `06_pretraining.ipynb` | `minibert.heads`, `minibert.pretrain` |
-
+{chapters}
 Run each notebook from the top (Run > Run All Cells). The last cell of each chapter exports your code into
 `src/minibert/`, so that later chapters and `import minibert` run on your own implementation; it refuses a notebook
 that is not saved or whose cells have not run as saved, and says which cell. Until you export a chapter, its
@@ -86,6 +95,12 @@ kernel keeps the code it imported. If you forget, the error says so.
 ## Check your work
 
 - The visible tests in each notebook run when you run the notebook.
+- `make test` runs the package tests (`tests/`) on your own `src/minibert`, chapter by chapter, then a certificate:
+  your tokenizer against `transformers`' on Wikipedia text (01), your `BertModel` on the real MiniLM weights against
+  `transformers.BertModel`, with the largest difference printed (03), the lecture's quiz numbers (100 tokens -> 15
+  targets -> 12 / 1.5 / 1.5) from your own masking code (04), and a short pretraining run of your loop (06). It ends
+  with a table: pass, FAIL or not yet exported for each chapter (also in `build/certificate.json`). A chapter you have
+  not exported yet is not a failure; a test that needs a later chapter waits for it.
 - Validate a chapter as the grader will: the **Validate** button of the notebook toolbar, or from this folder
   `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`. It reports failing tests (hidden tests are added only
   when your instructor grades).
@@ -112,6 +127,15 @@ monkeypatching a library, faking comparisons, ...) earns no points and is flagge
 
 Elsewhere: `pip install -e path/to/this/folder`.
 """
+
+
+def chapter_table() -> str:
+    lines = ["| # | notebook | you build | `make test` runs |", "|---|---|---|---|"]
+    for c in CHAPTERS:
+        lines.append(f"| {c.number} | `{c.number}_{c.name}.ipynb` | "
+                     + ", ".join(f"`minibert.{m}`" for m in c.modules) + " | "
+                     + ", ".join(f"`tests/{t}`" for t in c.tests) + " |")
+    return "\n".join(lines)
 
 
 def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
@@ -144,7 +168,11 @@ def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
     for name in ("pyproject.toml", "environment.yml", "data-requirements.txt"):
         shutil.copy2(root / name, kit / name)
     (kit / "Makefile").write_text(KIT_MAKEFILE, encoding="utf-8")
-    (kit / "README.md").write_text(KIT_README, encoding="utf-8")
+    (kit / "README.md").write_text(KIT_README.replace("{chapters}", chapter_table()), encoding="utf-8")
+    (kit / "tests").mkdir()
+    for name in ("helpers.py", *PACKAGE_TESTS):  # the tests that need only the package (no notebooks, no nbgrader)
+        shutil.copy2(root / "tests" / name, kit / "tests" / name)
+    (kit / "tests" / "conftest.py").write_text(KIT_CONFTEST, encoding="utf-8")
     (kit / ".gitignore").write_text(".venv/\nbuild/\n__pycache__/\n*.egg-info/\n", encoding="utf-8")
     (kit / KIT_MARKER).write_text("exports from notebooks/ go into src/minibert of this kit\n", encoding="utf-8")
     return kit

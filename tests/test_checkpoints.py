@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from conftest import max_diff, padded_pair_batch
+from helpers import max_diff, padded_pair_batch
 from safetensors.torch import load_file, save_file
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel, BertTokenizer

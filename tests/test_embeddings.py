@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import hf_config, max_diff
+from helpers import hf_config, max_diff
 from transformers.models.bert.modeling_bert import BertEmbeddings as HFBertEmbeddings
 
 from minibert.config import BertConfig

@@ -24,7 +24,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import transformers
-from conftest import hf_config, max_diff, padded_pair_batch
+from helpers import hf_config, max_diff, padded_pair_batch
 from torch import nn
 
 import minibert.attention

@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import transformers
-from conftest import hf_config, max_diff, padded_pair_batch
+from helpers import hf_config, max_diff, padded_pair_batch
 from safetensors.torch import load_file
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from conftest import hf_config, max_diff
+from helpers import hf_config, max_diff
 from safetensors.torch import load_file, save_file
 
 import minibert.checkpoint

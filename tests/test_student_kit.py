@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -65,7 +66,8 @@ def test_kit_holds_no_solution_text(kit):
     tooling = "\n".join(p.read_text(encoding="utf-8") for p in (kit / "src" / "minibert_course").glob("*.py"))
     secrets = {s for s in secrets if s not in tooling}
     assert len(secrets) > 100
-    files = [p for p in kit.rglob("*") if p.is_file() and p.suffix in {".py", ".ipynb", ".md", ".txt", ".toml", ""}]
+    files = [p for p in kit.rglob("*") if p.is_file() and p.suffix in {".py", ".ipynb", ".md", ".txt", ".toml", ""}
+             and p.parent != kit / "tests"]
     assert len(files) > 8
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -73,6 +75,40 @@ def test_kit_holds_no_solution_text(kit):
         assert not leaked, f"{path.relative_to(kit)} leaks {leaked[:3]}"
         if "minibert_course" not in path.parts:  # the tooling names the markers in its docs; course files must not
             assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text, path
+
+
+def solution_blocks(notebooks) -> set[tuple[str, str]]:
+    """Pairs of consecutive lines (stripped, blank lines and comments skipped) of the solution regions."""
+    pairs = set()
+    for nb in notebooks:
+        for cell in nb.cells:
+            inside, lines = False, []
+            for line in cell.source.split("\n"):
+                text = line.strip()
+                if "BEGIN SOLUTION" in text or "END SOLUTION" in text:
+                    inside = "BEGIN" in text
+                    pairs |= set(zip(lines, lines[1:], strict=False))
+                    lines = []
+                elif inside and text and not text.startswith("#"):
+                    lines.append(text)
+    return {p for p in pairs if min(len(p[0]), len(p[1])) >= 12}
+
+
+def test_kit_package_tests_hold_no_solution_code(kit):
+    """The package tests are published on purpose (`make test` runs them on the student's code): they specify what
+    the code must do, as the task text does. They must not contain the solutions: no two consecutive lines of any
+    solution region. (Single lines may coincide: `torch.manual_seed(5)`, or `with torch.device("meta"):`, which the
+    chapter 03 task text itself prescribes.)"""
+    pairs = solution_blocks([nbformat.read(p, as_version=4) for p in SOLUTIONS])
+    assert len(pairs) > 100
+    files = sorted((kit / "tests").glob("*.py"))
+    assert len(files) >= 10
+    for path in files:
+        lines = [t for t in (line.strip() for line in path.read_text(encoding="utf-8").split("\n"))
+                 if t and not t.startswith("#")]
+        leaked = sorted(set(zip(lines, lines[1:], strict=False)) & pairs)
+        assert not leaked, f"tests/{path.name} holds solution code: {leaked[:2]}"
+        assert "BEGIN SOLUTION" not in path.read_text(encoding="utf-8"), path
 
 
 def test_stub_says_which_function_and_chapter(kit):
@@ -143,8 +179,79 @@ def test_kit_readme_tells_the_student_what_to_do(kit):
     text = (kit / "README.md").read_text(encoding="utf-8")
     for needed in ("Python >= 3.10", "make lab", "--allow-root", "Kernel > Restart", "Validate",
                    "nbgrader validate notebooks/01_wordpiece.ipynb", "## Submit", "import minibert",
-                   "python -m minibert.pretrain"):
+                   "python -m minibert.pretrain", "make test", "certificate", "not yet exported"):
         assert needed in text, f"the kit README should say {needed!r}"
     chapters = sorted(p.name for p in (kit / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     positions = [text.find(f"`{name}`") for name in chapters]
     assert -1 not in positions and positions == sorted(positions), "every chapter, in order"
+
+
+# ---- `make test` in the kit: the package tests on the student's own package, then the certificate -------------------
+def export_into(kit: Path, plan: dict[str, str | None]) -> None:
+    """Write the kit's package as a student who exported the chapters of `plan` would have it: each chapter answered
+    with the solutions, or with the named mutant of the mutation catalogue; the other chapters keep their stubs."""
+    sys.path.insert(0, str(ROOT / "autograder"))
+    import mutation
+
+    from minibert_course.export import build_package
+
+    answered = kit / "answered"
+    answered.mkdir()
+    notebooks = []
+    for nb in sorted((kit / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        if nb.stem in plan:
+            wrong = next((m for m in mutation.load_catalogue(nb.stem) if m.name == plan[nb.stem]), None)
+            assert (wrong is None) == (plan[nb.stem] is None), f"no mutant {plan[nb.stem]} in {nb.stem}"
+            nbformat.write(mutation.submission(nb.stem, wrong), answered / nb.name)
+            nb = answered / nb.name
+        notebooks.append(nb)
+    for name, text in build_package(notebooks).items():
+        (kit / "src" / "minibert" / name).write_text(text, encoding="utf-8")
+
+
+def test_kit_make_test_runs_the_certifier(kit):
+    run = subprocess.run(["make", "-n", "-o", ".venv/.installed", "test"], cwd=kit, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "-m minibert_course.certify" in run.stdout
+    tests = {p.name for p in (kit / "tests").glob("*.py")}
+    from minibert_course.certify import PACKAGE_TESTS
+
+    assert tests == {"conftest.py", "helpers.py", *PACKAGE_TESTS}, "the package tests, and only them"
+    for name in PACKAGE_TESTS:  # the repo's own tests, unchanged
+        assert (kit / "tests" / name).read_bytes() == (ROOT / "tests" / name).read_bytes()
+
+
+def test_kit_certificate_table_for_a_student_halfway(tmp_path):
+    """Chapters 01-03 right, chapter 04 wrong (labels only at [MASK]), 05-06 not exported: the table says so, the
+    tests of chapter 03 that need chapter 06's classes wait for it instead of failing, and the exit status is 1."""
+    kit = load_kit_builder().build_kit(tmp_path / "kit")
+    export_into(kit, {"01_wordpiece": None, "02_embeddings": None, "03_attention": None,
+                      "04_masking": "labels-only-at-mask"})
+    run = subprocess.run([sys.executable, "-m", "minibert_course.certify"], cwd=kit, capture_output=True, text=True,
+                         timeout=900, env={**os.environ, "PYTHONPATH": str(kit / "src")})
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"your minibert: {kit / 'src' / 'minibert'}" in run.stdout
+    table = {line[:2]: line for line in run.stdout.split("\nchapter ", 1)[1].splitlines()[1:7]}
+    assert list(table) == ["01", "02", "03", "04", "05", "06"], run.stdout[-2000:]
+    assert " pass " in table["01"] and "ok: same pieces as transformers" in table["01"]
+    assert " pass " in table["02"] and "failed" not in table["02"]
+    assert " pass " in table["03"] and "wait for 06" in table["03"] and "failed" not in table["03"], table["03"]
+    diff = float(table["03"].split("max diff ")[1].split()[0])
+    assert "ok: MiniLM" in table["03"] and diff < 1e-4
+    assert " FAIL " in table["04"] and " failed" in table["04"] and "FAILED: quiz" in table["04"]
+    assert "not yet exported" in table["05"] and "not yet exported" in table["06"]
+    assert "failing: chapter 04" in run.stdout and "not yet exported: chapter 05, 06" in run.stdout
+    assert "CERTIFIED" not in run.stdout
+    report = json.loads((kit / "build" / "certificate.json").read_text(encoding="utf-8"))
+    assert [r["status"] for r in report] == ["pass", "pass", "pass", "FAIL", "not yet exported", "not yet exported"]
+    assert report[2]["waiting"]["06"] > 0 and report[3]["failed"]
+
+
+def test_fresh_kit_is_not_a_failure(kit, tmp_path):
+    fresh = load_kit_builder().build_kit(tmp_path / "fresh")
+    run = subprocess.run([sys.executable, "-m", "minibert_course.certify"], cwd=fresh, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(fresh / "src")})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("not yet exported") >= 6
+    assert "not yet exported: chapter 01, 02, 03, 04, 05, 06" in run.stdout

@@ -1,0 +1,79 @@
+"""The kit's certificate (minibert_course.certify): each check passes on the reference package and fails on a wrong
+one. The whole `make test` of a kit is exercised in test_student_kit.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from minibert_course import certify
+
+
+@pytest.fixture(autouse=True)
+def _offline(offline):
+    yield
+
+
+def test_tokenizer_check_passes_and_names_the_first_difference(monkeypatch):
+    ok, short, detail = certify.certify_tokenizer()
+    assert ok and short == "same pieces as transformers" and "300 Wikipedia paragraphs" in detail
+    from minibert.tokenization import BertTokenizer
+
+    right = BertTokenizer.tokenize
+    monkeypatch.setattr(BertTokenizer, "tokenize", lambda self, text: [p.upper() if p == "the" else p
+                                                                        for p in right(self, text)])
+    ok, short, detail = certify.certify_tokenizer()
+    assert not ok and "paragraphs differ" in short and "'THE'" in detail and "'the'" in detail
+
+
+def test_real_weights_check_prints_the_difference_and_rejects_a_wrong_model(monkeypatch):
+    ok, short, detail = certify.certify_real_weights()
+    diff = float(short.split("max diff ")[1].split()[0])
+    assert ok and diff < 1e-4 and "last_hidden_state" in detail
+    from minibert.model import BertModel
+
+    load = BertModel.from_pretrained.__func__
+
+    def off_by_a_little(cls, folder, **kwargs):  # one LayerNorm shifted by 1e-3: a small, real mistake
+        model = load(cls, folder, **kwargs)
+        with torch.no_grad():
+            model.encoder.layer[0].output.LayerNorm.bias += 1e-3
+        return model
+
+    monkeypatch.setattr(BertModel, "from_pretrained", classmethod(off_by_a_little))
+    ok, short, detail = certify.certify_real_weights()
+    assert not ok and "needs < 1e-4" in detail
+
+
+def test_quiz_check_comes_from_the_students_code(monkeypatch):
+    ok, short, detail = certify.certify_quiz()
+    assert ok and "needs" not in detail and "15 targets in every row" in detail and "12.0" in short
+    import minibert.masking as masking
+
+    right = masking.expected_counts
+    monkeypatch.setattr(masking, "expected_counts", lambda n, *a, **k: {**right(n, *a, **k), "unchanged": 2.0})
+    ok, short, _ = certify.certify_quiz()
+    assert not ok and "15/12/1.5/1.5" in short
+    monkeypatch.setattr(masking, "expected_counts", right)
+    mask_tokens = masking.mask_tokens
+
+    def wrong_split(ids, *args, **kwargs):  # 70 / 20 / 10: the counts function is right, the sampler is not
+        return mask_tokens(ids, *args, **{**kwargs, "mask_replace_prob": 0.7, "random_replace_prob": 0.2})
+
+    monkeypatch.setattr(masking, "mask_tokens", wrong_split)
+    ok, short, detail = certify.certify_quiz()
+    assert not ok and "needs exactly 15 targets per row" in detail
+
+
+def test_pretraining_check_rejects_a_loop_that_does_not_learn(monkeypatch):
+    ok, short, detail = certify.certify_pretraining()
+    assert ok and "40 steps" in detail, detail
+    import minibert.pretrain as pretrain
+
+    def no_update(model, optimizer, batch, lr, max_grad_norm):  # the loss is computed, the weights never move
+        with torch.no_grad():
+            return float(model(**batch, targets_only=True).loss), 0.0
+
+    monkeypatch.setattr(pretrain, "train_step", no_update)
+    ok, short, detail = certify.certify_pretraining()
+    assert not ok and "a loop that learns" in detail
