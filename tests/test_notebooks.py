@@ -4,6 +4,7 @@ writes exactly the modules of the reference package (the instructor-side route).
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import nbformat
@@ -44,6 +45,18 @@ def test_solution_notebook_runs_and_exports_the_reference_package(solution, tmp_
         exported = (tmp_path / f"{module}.py").read_text(encoding="utf-8")
         reference = (ROOT / "src" / "minibert" / f"{module}.py").read_text(encoding="utf-8")
         assert exported == reference, f"the export cell of {solution.name} and `make release` disagree on {module}"
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    for claim in DEMO_CLAIMS.get(solution.stem, []):
+        claim(printed)
+
+
+def real_weights_match_transformers(printed: str) -> None:
+    """Chapter 03 section 7 says the real weights give transformers' numbers: it must print the differences."""
+    diffs = [float(x) for x in re.findall(r"max \|minibert - transformers\| [^:]+: (\S+)", printed)]
+    assert len(diffs) == 3 and max(diffs) < 1e-4, f"chapter 03's comparison with transformers printed {diffs}"
+
+
+DEMO_CLAIMS = {"03_attention": [real_weights_match_transformers]}  # what a chapter's demos must print
 
 
 def test_visible_test_names_what_is_wrong_with_labels_filled_with_zero():
