@@ -86,3 +86,32 @@ def test_visible_test_names_what_is_wrong_with_labels_filled_with_zero():
     message = str(failed.value)
     assert "-100" in message and "[0, 0, 0]" in message, message
     assert "special tokens" not in message, message
+
+
+def test_visible_asserts_are_not_inside_try_finally():
+    """CPython reports an exception that leaves a `try:` block through its `finally:` at the finally's last line: a
+    student whose visible test fails would see an arrow at `corrupt = _your_corrupt` instead of at the assert that
+    says what is wrong. Visible asserts run outside try/finally (a `with` block restores the student's functions)."""
+    import ast
+
+    checked = 0
+    for path in SOLUTIONS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if not meta.get("grade") or meta.get("solution"):
+                continue
+            lines = cell.source.split("\n")
+            hidden, inside = set(), False
+            for number, line in enumerate(lines, 1):
+                if "BEGIN HIDDEN TESTS" in line or "END HIDDEN TESTS" in line:
+                    inside = "BEGIN" in line
+                elif inside:
+                    hidden.add(number)
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Try) and node.finalbody:
+                    visible = [a.lineno for part in node.body for a in ast.walk(part)
+                               if isinstance(a, ast.Assert) and a.lineno not in hidden]
+                    assert not visible, (f"{path.name} {meta['grade_id']}: the visible assert at line {visible[0]} "
+                                         f"runs inside try/finally: its traceback would point at the finally block")
+            checked += 1
+    assert checked >= 20
