@@ -163,6 +163,7 @@ def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
     package.mkdir(parents=True)
     for name, text in build_package(notebooks).items():
         (package / name).write_text(text, encoding="utf-8")
+    shutil.copytree(root / "src" / PACKAGE / "resources", package / "resources")  # data files (no code)
     shutil.copytree(root / "src" / "minibert_course", kit / "src" / "minibert_course",  # the grader stays home
                     ignore=shutil.ignore_patterns("__pycache__", *GRADER_ONLY))
     for name in ("pyproject.toml", "environment.yml", "data-requirements.txt"):
