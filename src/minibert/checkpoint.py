@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
+from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
@@ -80,10 +82,16 @@ def check_state_dict(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> 
             )
 
 
+def _prefixes(keys: list[str]) -> list[str]:
+    """`cls.predictions.bias`, `cls.predictions.transform.dense.weight`, ... -> `cls.predictions.*`, for messages."""
+    return sorted({".".join(k.split(".")[:2]) + ".*" if k.count(".") > 1 else k for k in keys})
+
+
 class PreTrainedMixin:
     """Weight initialization, parameter counting, and Hugging Face-compatible load/save for minibert models."""
 
     base_model_prefix = "bert"
+    _new_head_keys: tuple[str, ...] = ()  # task heads (chapter 07): keys a pretrained body lacks, initialized fresh
     _tied_weights_keys: dict[str, str] = {}  # key -> the key whose tensor it shares, when the config ties them
 
     @property
@@ -119,7 +127,11 @@ class PreTrainedMixin:
         folder = Path(folder)
         if not (folder / "config.json").exists():
             raise FileNotFoundError(f"{folder / 'config.json'} does not exist: not a Hugging Face model folder")
-        model = cls(BertConfig.from_json_file(folder / "config.json"), **kwargs)
+        config = BertConfig.from_json_file(folder / "config.json")
+        overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in {f.name for f in fields(BertConfig)}}
+        if "num_labels" in overrides and "id2label" not in overrides:  # a new head: new classes
+            config.id2label = None
+        model = cls(replace(config, **overrides), **kwargs)  # e.g. num_labels=3 for a new classification head
         expected = set(model.state_dict())
         state = adapt_keys(load_state_dict(folder), expected, cls.base_model_prefix + ".")
         for tied, source in model.tied_weights.items():
@@ -132,8 +144,18 @@ class PreTrainedMixin:
         for tied, source in model._tied_weights_keys.items():  # saved once, under the source's name (older
             if tied not in state and source in state:  # transformers also left out an untied decoder's bias)
                 state[tied] = state[source]
+        new, unused = [], []
+        if cls._new_head_keys:  # a task model from a pretrained body: its head is new, other heads go unused
+            new = sorted(k for k in expected - set(state) if k.startswith(cls._new_head_keys))
+            unused = sorted(set(state) - expected)
+            state = {k: v for k, v in state.items() if k in expected}
+            state.update({k: v for k, v in model.state_dict().items() if k in new})  # keeps its initialization
+            if new or unused:
+                warnings.warn(f"{cls.__name__} from {folder}: newly initialized (train them): {new}; not used: "
+                              f"{_prefixes(unused)}", stacklevel=2)
         check_state_dict(model, state)
         model.load_state_dict(state, strict=True)
+        model.loading_info = {"new_keys": new, "unused_keys": unused}
         return model.eval()
 
     def save_pretrained(self, folder: str | Path) -> Path:

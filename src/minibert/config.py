@@ -33,6 +33,11 @@ class BertConfig:
         pad_token_id: id of [PAD], whose embedding row starts at zero.
         tie_word_embeddings: the MLM decoder shares the word-embedding matrix (chapter 06). Some checkpoints train
             them apart (`false` in their config.json): then the decoder has its own weight and bias.
+        num_labels, id2label: the classes of a task head (chapter 07). transformers stores only `id2label` in
+            config.json, so it decides `num_labels`; without it the names are LABEL_0, LABEL_1, ...
+        classifier_dropout: dropout before a task head's classifier; None means hidden_dropout_prob.
+        problem_type: how a sequence classifier's loss reads its labels (None: regression when num_labels == 1,
+            else single-label cross-entropy for integer labels, multi-label BCE for float labels), as transformers.
     """
 
     vocab_size: int = 30522
@@ -49,6 +54,10 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
     tie_word_embeddings: bool = True
+    num_labels: int = 2
+    id2label: dict[int, str] | None = None
+    classifier_dropout: float | None = None
+    problem_type: str | None = None
 
     def __post_init__(self):
         if self.hidden_size % self.num_attention_heads:
@@ -57,6 +66,10 @@ class BertConfig:
             )
         if self.hidden_act not in ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu"):
             raise ValueError(f"hidden_act={self.hidden_act!r} is not supported: use 'gelu' (BERT's)")
+        if self.id2label is None:  # transformers' default names: LABEL_0, LABEL_1, ...
+            self.id2label = {i: f"LABEL_{i}" for i in range(self.num_labels)}
+        self.id2label = {int(k): v for k, v in self.id2label.items()}  # JSON keys are strings: {"0": "O"}
+        self.num_labels = len(self.id2label)
 
     @classmethod
     def tiny(cls, **overrides) -> BertConfig:
