@@ -51,7 +51,7 @@ class QuestionAnsweringModelOutput:
 class BertForSequenceClassification(PreTrainedMixin, nn.Module):
     """[CLS] classification: pooled state -> dropout -> linear (B, num_labels); keys as transformers."""
 
-    _new_head_keys = ("classifier.",)
+    _new_head_keys = ("classifier.", "bert.pooler.")  # a body saved without a pooler gets a new one, as transformers
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -241,7 +241,8 @@ def prepare_qa_features(tokenizer: BertTokenizer, question: str, context: str, m
     context_tokens, context_offsets = encode_with_offsets(tokenizer, context)
     room = max_length - len(question_tokens) - 3  # [CLS] question [SEP] ... [SEP]
     if room <= stride:
-        raise ValueError(f"the question takes {len(question_tokens)} pieces: with max_length={max_length} only "
+        raise ValueError(f"the question {question[:50]!r} takes {len(question_tokens)} pieces: with "
+                         f"max_length={max_length} only "
                          f"{room} are left for the context, not more than stride={stride}; shorten the question")
     features, begin = [], 0
     while True:
