@@ -23,7 +23,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade lint clean
+.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain lint clean
 
 $(STAMP): pyproject.toml data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -66,6 +66,12 @@ mutation: $(STAMP)  ## grade every mutant of autograder/mutants/ and write docs/
 
 bench-grade: $(STAMP)  ## autograde 50 generated submissions with JOBS=1 and JOBS=2; print the time per submission
 	$(BIN)/python autograder/bench_grade.py --submissions 50
+
+bench-submission: $(STAMP)  ## autograde one student's whole course (the solutions); print each chapter's time
+	$(BIN)/python autograder/bench_grade.py --whole --jobs 1
+
+pretrain: $(STAMP)  ## chapter 06's tiny BERT: 2,500 steps into runs/tiny (about 10 min on 2 cores; again: resumes/no-op)
+	$(BIN)/python -m minibert.pretrain --out runs/tiny --steps 2500
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,6 +1,8 @@
-"""Benchmark: autograde N generated submissions of one chapter with JOBS=1 and JOBS=2, side by side.
+"""Benchmark: autograde N generated submissions of one chapter with JOBS=1 and JOBS=2, side by side; or one
+student's whole course (--whole), chapter by chapter.
 
     python autograder/bench_grade.py [--submissions 50] [--chapter 02_embeddings]
+    python autograder/bench_grade.py --whole [--jobs 1]      # make bench-submission
 
 The submissions cycle through the solutions, the untouched release and every mutant of the chapter's catalogue, so
 the scores differ; both runs must produce exactly N gradebook rows with the same scores. Prints the wall time, the
@@ -37,6 +39,46 @@ def make_drop(drop: Path, chapter: str, n: int) -> None:
         nbformat.write(nb, folder / f"{chapter}.ipynb")
 
 
+def by_hand(chapter: str) -> float:
+    """Points of a chapter's manually graded answers: autograde leaves them at 0."""
+    nb = nbformat.read(mutation.ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)
+    return sum(float(c.metadata["nbgrader"].get("points", 0)) for c in nb.cells
+               if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade"))
+
+
+def whole_submission(jobs: int) -> int:
+    """One student hands in all chapters, answered with the solutions: the time each chapter takes to autograde (the
+    notebook run in the sealed grader, hidden tests included) and the wall time of the whole submission."""
+    work = Path(tempfile.mkdtemp(prefix="minibert-bench-whole-"))
+    try:
+        chapters = mutation.chapters()
+        for chapter in chapters:
+            folder = work / "drop" / "student"
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(mutation.submission(chapter, None), folder / f"{chapter}.ipynb")
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            report = grade.grade(work / "course", work / "drop", None, jobs=jobs)
+        wall = time.perf_counter() - start
+        rows = {r["assignment"]: r for r in report.rows}
+        print(f"{'chapter':<16} {'score':>9} {'seconds':>8}")
+        for chapter in chapters:
+            r = rows.get(chapter, {})
+            score = f"{r.get('score', '')}/{r.get('max_score', '')}"
+            print(f"{chapter:<16} {score:>9} {r.get('seconds') or '-':>8}")
+        total = sum(float(r["seconds"]) for r in report.rows if r.get("seconds"))
+        print(f"whole submission: {len(chapters)} chapters, {total:.1f} s of notebook runs, {wall:.1f} s wall with "
+              f"JOBS={jobs} (course set-up and feedback included); sandbox: {report.sandbox}")
+        full = all(r.get("score") != "" and float(r["score"]) == float(r["max_score"]) - by_hand(r["assignment"])
+                   for r in report.rows)
+        if len(report.rows) != len(chapters) or not full:
+            print("FAIL: every chapter of the solutions must be graded, with full marks (of the autograded part)")
+            return 1
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def gradebook_rows(course: Path, chapter: str) -> dict[str, float]:
     from nbgrader.api import Gradebook
 
@@ -49,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submissions", type=int, default=50)
     parser.add_argument("--chapter", default="02_embeddings")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--whole", action="store_true", help="one student's whole course, chapter by chapter")
     args = parser.parse_args(argv)
+    if args.whole:
+        return whole_submission(args.jobs[0])
     work = Path(tempfile.mkdtemp(prefix="minibert-bench-grade-"))
     try:
         drop = work / "drop"
