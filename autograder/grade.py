@@ -206,12 +206,40 @@ def setup_course(course: Path, chapters: list[str]) -> None:
     for path in missing:  # chapters not graded this time still need their stubs in the judge package
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "notebooks" / path.name, path)
+    write_mark_schemes(course, chapters)
     (course / "judge").mkdir(exist_ok=True)
     (course / "judge").chmod(0o755)
     for name in chapters:
         build_judge_package(course / "judge" / name, name, solutions, releases)
     if (course / "gradebook.db").exists():
         (course / "gradebook.db").chmod(0o600)
+
+
+def manual_points(chapter: str) -> float:
+    """Points of a chapter's manually graded answers (autograde gives them 0 until a grader scores them)."""
+    data = json.loads((ROOT / "solutions" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+    return sum(float(c["metadata"]["nbgrader"].get("points", 0)) for c in data["cells"]
+               if c["cell_type"] == "markdown" and c.get("metadata", {}).get("nbgrader", {}).get("grade"))
+
+
+def write_mark_schemes(course: Path, chapters: list[str]) -> Path | None:
+    """COURSE/mark_schemes.md: the mark scheme of every manually graded answer, for the graders (make formgrader).
+    They live in the solution notebooks' cell metadata and never reach students (ClearGraderMetadata)."""
+    import nbformat
+
+    from minibert_course.nbgrader_ext import mark_schemes
+
+    lines = []
+    for name in chapters:
+        nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
+        for grade_id, points, criteria in mark_schemes(nb):
+            lines += [f"## {name} · `{grade_id}` ({points:g} points)", "", *[f"- {c}" for c in criteria], ""]
+    if not lines:
+        return None
+    path = course / "mark_schemes.md"
+    path.write_text("# Mark schemes of the manually graded answers\n\nGrade them in `make formgrader COURSE=...` "
+                    "(Manual grading); autograde scores them 0 until then.\n\n" + "\n".join(lines), encoding="utf-8")
+    return path
 
 
 # ---- shards: independent course folders, graded in parallel, merged ------------------------------------------
@@ -493,8 +521,11 @@ def main(argv: list[str] | None = None) -> int:
     shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
     report = grade(args.course, args.submissions, args.assignment, args.jobs, cell_timeout=args.cell_timeout,
                    shard=shard)
+    by_hand = {ch: manual_points(ch) for ch in {r["assignment"] for r in report.rows}}
     for row in report.rows:
         mark = f"{row['score']}/{row['max_score']}" if row["score"] != "" else f"NOT GRADED: {row['problem']}"
+        if row["score"] != "" and by_hand[row["assignment"]]:
+            mark += f" ({by_hand[row['assignment']]:g} of them graded by hand: see mark_schemes.md)"
         flag = f"  FLAGGED: {row['flags']}" if row["flags"] else ""
         print(f"{row['student']:24s} {row['assignment']:16s} {mark}{flag}")
     print((args.course / "summary.txt").read_text(encoding="utf-8"), end="")

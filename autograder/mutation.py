@@ -220,7 +220,9 @@ def verdict(chapter: str, mutants: list[Mutant], outcomes: dict[str, Outcome]) -
             problems.append(f"{chapter}/{m.name}: not graded ({o.problem if o else 'missing'})")
         elif o.score >= o.max_score:
             problems.append(f"{chapter}/{m.name} ({m.exercise}) keeps full marks: {m.why}")
-    exercises = set(solution_cells(nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)))
+    exercises = {gid for gid, c in solution_cells(nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb",
+                                                             as_version=4)).items()
+                 if c.cell_type == "code"}  # a manually graded answer (markdown) is graded by a person
     for ex in sorted(exercises):
         n = sum(m.exercise == ex for m in mutants)
         if n < 3:

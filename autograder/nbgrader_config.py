@@ -26,7 +26,7 @@ from nbgrader.preprocessors import (
 )
 
 import minibert_course
-from minibert_course.nbgrader_ext import HideTestTracebacks, NamedStubs, SealedExecute
+from minibert_course.nbgrader_ext import ClearGraderMetadata, HideTestTracebacks, NamedStubs, SealedExecute
 
 c = get_config()  # noqa: F821 (injected by traitlets)
 
@@ -43,6 +43,7 @@ c.GenerateAssignment.preprocessors = [
     InstantiateTests,
     LockCells,
     NamedStubs,
+    ClearGraderMetadata,
     ClearOutput,
     CheckCellMetadata,
     ComputeChecksums,

@@ -71,7 +71,7 @@ from helpers import offline  # noqa: E402, F401 (a fixture of the tests)
 KIT_README = """\
 # minibert: student kit
 
-You build BERT in six notebooks and end with your own `minibert` package.
+You build BERT in the course notebooks, in order, and end with your own `minibert` package.
 
 ## Start
 
@@ -98,7 +98,8 @@ kernel keeps the code it imported. If you forget, the error says so.
 - `make test` runs the package tests (`tests/`) on your own `src/minibert`, chapter by chapter, then a certificate:
   your tokenizer against `transformers`' on Wikipedia text (01), your `BertModel` on the real MiniLM weights against
   `transformers.BertModel`, with the largest difference printed (03), the lecture's quiz numbers (100 tokens -> 15
-  targets -> 12 / 1.5 / 1.5) from your own masking code (04), and a short pretraining run of your loop (06). It ends
+  targets -> 12 / 1.5 / 1.5) from your own masking code (04), a short pretraining run of your loop (06), and your
+  three task heads on the real weights against `transformers`' (07). It ends
   with a table: pass, FAIL or not yet exported for each chapter (also in `build/certificate.json`). A chapter you have
   not exported yet is not a failure; a test that needs a later chapter waits for it.
 - Validate a chapter as the grader will: the **Validate** button of the notebook toolbar, or from this folder

@@ -77,3 +77,17 @@ def test_pretraining_check_rejects_a_loop_that_does_not_learn(monkeypatch):
     monkeypatch.setattr(pretrain, "train_step", no_update)
     ok, short, detail = certify.certify_pretraining()
     assert not ok and "a loop that learns" in detail
+
+
+def test_task_heads_check_gives_the_lecture_shapes_and_rejects_a_wrong_head(monkeypatch):
+    ok, short, detail = certify.certify_task_heads()
+    assert ok and "(2, 2)" in detail and "(2, 3)" in detail and "QuestionAnswering (2, " in detail, detail
+    from minibert.tasks import BertForSequenceClassification, SequenceClassifierOutput
+
+    def raw_cls_state(self, input_ids, attention_mask=None, token_type_ids=None, **kwargs):
+        out = self.bert(input_ids, attention_mask, token_type_ids)  # the [CLS] state without the pooler: wrong
+        return SequenceClassifierOutput(None, self.classifier(out.last_hidden_state[:, 0]))
+
+    monkeypatch.setattr(BertForSequenceClassification, "forward", raw_cls_state)
+    ok, short, detail = certify.certify_task_heads()
+    assert not ok and "needs < 1e-4" in detail

@@ -27,16 +27,43 @@ def rows(graded_class) -> dict[tuple[str, str], dict]:
     return {(r["student"], r["assignment"]): r for r in graded_class.report.rows}
 
 
-def max_points(chapter: str) -> float:
+def max_points(chapter: str, autograded_only: bool = False) -> float:
     return sum(c.metadata["nbgrader"].get("points", 0) for c in read(ROOT / "solutions" / f"{chapter}.ipynb").cells
-               if c.metadata.get("nbgrader", {}).get("grade"))
+               if c.metadata.get("nbgrader", {}).get("grade") and (c.cell_type == "code" or not autograded_only))
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_solution_gets_full_marks(graded_class, chapter):
+    """Full marks of the autograded part; a manually graded answer scores 0 until a grader marks it."""
     row = rows(graded_class)[("control", chapter)]
-    assert float(row["score"]) == max_points(chapter) == float(row["max_score"]) > 0, row
+    assert float(row["score"]) == max_points(chapter, autograded_only=True) > 0, row
+    assert float(row["max_score"]) == max_points(chapter), row
     assert not row["flags"] and not row["review"], row
+
+
+def test_manual_answers_reach_the_graders_and_mark_schemes_never_the_students(graded_class):
+    """Chapter 07's manually graded answer: the student's text is in the autograded notebook (what the formgrader
+    shows), its mark scheme is in COURSE/mark_schemes.md, and no criterion is in a release or a feedback page."""
+    from minibert_course.nbgrader_ext import mark_schemes
+
+    course = graded_class.course
+    schemes = [(ch, gid, criteria) for ch in CHAPTERS for gid, _, criteria in
+               mark_schemes(read(ROOT / "solutions" / f"{ch}.ipynb"))]
+    assert schemes, "no manually graded answer with a mark scheme in the course"
+    graders = (course / "mark_schemes.md").read_text(encoding="utf-8")
+    for chapter, grade_id, criteria in schemes:
+        assert grade_id in graders and all(c in graders for c in criteria), (chapter, grade_id)
+        answer = next(c for c in read(ROOT / "solutions" / f"{chapter}.ipynb").cells
+                      if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        first = next(line for line in answer.source.splitlines() if line.strip() and "SOLUTION" not in line)
+        graded = (course / "autograded" / "control" / chapter / f"{chapter}.ipynb").read_text(encoding="utf-8")
+        assert first[:60] in graded, f"{chapter}: the student's answer is not in the autograded notebook"
+        students_see = [ROOT / "notebooks" / f"{chapter}.ipynb", course / "release" / chapter / f"{chapter}.ipynb",
+                        *(course / "feedback").rglob(f"{chapter}.html")]
+        for path in students_see:
+            text = html.unescape(path.read_text(encoding="utf-8"))
+            leaked = [c[:40] for c in criteria if c[:40] in text]
+            assert not leaked and "mark_scheme" not in text, (path, leaked)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

@@ -1,6 +1,7 @@
 # Generated from notebook 01_wordpiece.ipynb by minibert_course.export: edit the notebook, not this file.
 # Generated from notebook 03_attention.ipynb by minibert_course.export: edit the notebook, not this file.
 # Generated from notebook 06_pretraining.ipynb by minibert_course.export: edit the notebook, not this file.
+# Generated from notebook 07_task_heads.ipynb by minibert_course.export: edit the notebook, not this file.
 """minibert: a small, readable BERT whose code students write, chapter by chapter, in the course notebooks."""
 
 from importlib.metadata import PackageNotFoundError, version
@@ -21,3 +22,8 @@ from minibert.model import BertModel as BertModel  # noqa: E402
 
 from minibert.heads import BertForMaskedLM as BertForMaskedLM  # noqa: E402
 from minibert.heads import BertForPreTraining as BertForPreTraining  # noqa: E402
+
+
+from minibert.tasks import BertForQuestionAnswering as BertForQuestionAnswering  # noqa: E402
+from minibert.tasks import BertForSequenceClassification as BertForSequenceClassification  # noqa: E402
+from minibert.tasks import BertForTokenClassification as BertForTokenClassification  # noqa: E402

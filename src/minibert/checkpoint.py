@@ -129,7 +129,12 @@ class PreTrainedMixin:
             raise FileNotFoundError(f"{folder / 'config.json'} does not exist: not a Hugging Face model folder")
         config = BertConfig.from_json_file(folder / "config.json")
         overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in {f.name for f in fields(BertConfig)}}
-        if "num_labels" in overrides and "id2label" not in overrides:  # a new head: new classes
+        if "id2label" in overrides:  # the label names decide the number of labels
+            if overrides.get("num_labels", len(overrides["id2label"])) != len(overrides["id2label"]):
+                raise ValueError(f"num_labels={overrides['num_labels']} disagrees with id2label, which names "
+                                 f"{len(overrides['id2label'])} labels: give one of them")
+            overrides["num_labels"] = len(overrides["id2label"])
+        elif "num_labels" in overrides:  # a new head: new classes, named LABEL_0, LABEL_1, ...
             config.id2label = None
         model = cls(replace(config, **overrides), **kwargs)  # e.g. num_labels=3 for a new classification head
         expected = set(model.state_dict())
@@ -149,6 +154,14 @@ class PreTrainedMixin:
             new = sorted(k for k in expected - set(state) if k.startswith(cls._new_head_keys))
             unused = sorted(set(state) - expected)
             state = {k: v for k, v in state.items() if k in expected}
+            shapes = model.state_dict()
+            wrong = [k for k in sorted(state) if k.startswith(cls._new_head_keys) and state[k].shape != shapes[k].shape]
+            if wrong:  # a task checkpoint whose head has another number of labels
+                raise ValueError(
+                    "the checkpoint's head does not fit: " + ", ".join(
+                        f"{k} {tuple(state[k].shape)} in the checkpoint, {tuple(shapes[k].shape)} in the model"
+                        for k in wrong) + f" (num_labels={model.config.num_labels}): load it with the checkpoint's "
+                    "num_labels, or start a new head from a checkpoint without one (a pretrained body)")
             state.update({k: v for k, v in model.state_dict().items() if k in new})  # keeps its initialization
             if new or unused:
                 warnings.warn(f"{cls.__name__} from {folder}: newly initialized (train them): {new}; not used: "

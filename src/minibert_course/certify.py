@@ -11,7 +11,8 @@ student's code against an outside reference:
   (the max absolute difference is printed);
 - 04: the lecture's quiz, 100 tokens -> 15 targets -> 12 [MASK] / 1.5 random / 1.5 unchanged, out of the student's
   `expected_counts` and measured on the student's `mask_tokens`;
-- 06: the student's pretraining loop trains the tiny config for a few steps and the loss falls well below chance.
+- 06: the student's pretraining loop trains the tiny config for a few steps and the loss falls well below chance;
+- 07: the student's three task heads on the real MiniLM body give the lecture's output shapes and transformers' numbers.
 
 A test of chapter 03 that needs a chapter 06 class waits for chapter 06 (it is not counted as a failure): the stub's
 message says which chapter it needs. The table ends with pass / FAIL / not yet exported per chapter; the exit status
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -52,6 +54,7 @@ CHAPTERS = (
     Chapter("04", "masking", ("masking",), ("test_masking.py",)),
     Chapter("05", "data", ("data",), ("test_data.py",)),
     Chapter("06", "pretraining", ("heads", "pretrain"), ("test_heads.py", "test_pretrain.py")),
+    Chapter("07", "task_heads", ("tasks",), ("test_tasks.py",)),
 )
 PACKAGE_TESTS = tuple(t for c in CHAPTERS for t in c.tests)
 _STUB = re.compile(r"complete chapter (\d+) and run its export cell")
@@ -230,12 +233,52 @@ def certify_pretraining() -> tuple[bool, str, str]:
         + ("" if ok else "; needs 40 steps and a loss at least 0.5 below chance (a loop that learns)"))
 
 
+def certify_task_heads() -> tuple[bool, str, str]:
+    import torch
+
+    transformers = _quiet_transformers()
+
+    from minibert.tasks import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
+    from minibert.tokenization import pretrained_dir
+
+    folder = pretrained_dir()
+    tok = transformers.BertTokenizerFast.from_pretrained(folder)
+    batch = tok(["Which company released BERT?", "Is it good?"], ["BERT was released by Google in 2018.", "Yes."],
+                padding=True, return_tensors="pt")
+    B, T = batch["input_ids"].shape
+    worst, shapes = 0.0, []
+    cases = [(BertForSequenceClassification, transformers.BertForSequenceClassification, {"num_labels": 2}, (B, 2)),
+             (BertForSequenceClassification, transformers.BertForSequenceClassification, {"num_labels": 3}, (B, 3)),
+             (BertForTokenClassification, transformers.BertForTokenClassification, {"num_labels": 21}, (B, T, 21)),
+             (BertForQuestionAnswering, transformers.BertForQuestionAnswering, {}, (B, T))]
+    for ours_cls, theirs_cls, kwargs, shape in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "newly initialized: classifier.*": expected here
+            ours = ours_cls.from_pretrained(folder, **kwargs).eval()
+        theirs = theirs_cls.from_pretrained(folder, attn_implementation="eager", **kwargs).eval()
+        theirs.load_state_dict(ours.state_dict(), strict=True)  # the same random head on both
+        with torch.no_grad():
+            a, b = ours(**batch), theirs(**batch)
+        for name in ("logits",) if "logits" in a.__dataclass_fields__ else ("start_logits", "end_logits"):
+            got = getattr(a, name)
+            if tuple(got.shape) != shape:
+                return False, f"{ours_cls.__name__}: shape {tuple(got.shape)}", (
+                    f"{ours_cls.__name__}({kwargs}): {name} of shape {tuple(got.shape)}, expected {shape}")
+            worst = max(worst, (got - getattr(b, name)).abs().max().item())
+        shapes.append(f"{ours_cls.__name__.removeprefix('BertFor')} {shape}")
+    ok = worst < 1e-4
+    return ok, f"heads: max diff {worst:.1e} vs transformers", (
+        f"real MiniLM body, the same head weights: {'; '.join(shapes)}; max |yours - transformers| = {worst:.1e}"
+        + ("" if ok else "; needs < 1e-4"))
+
+
 CERTIFICATE: dict[str, tuple[Callable[[], tuple[bool, str, str]], tuple[str, ...]]] = {
     # chapter -> (check, the chapters whose code it runs)
     "01": (certify_tokenizer, ("01",)),
     "03": (certify_real_weights, ("01", "02", "03")),
     "04": (certify_quiz, ("04",)),
     "06": (certify_pretraining, ("01", "02", "03", "04", "05", "06")),
+    "07": (certify_task_heads, ("03", "07")),
 }
 
 

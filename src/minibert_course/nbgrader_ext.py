@@ -161,6 +161,26 @@ def secret_lines(*notebooks, min_length: int = 12) -> set[str]:
     return {line for line in inside if len(line) >= min_length and not line.startswith("#") and line not in shown}
 
 
+class ClearGraderMetadata(NbGraderPreprocessor):
+    """Removes the course's own cell metadata (`minibert`: the mark schemes of manually graded answers) from the
+    release: students never see a mark scheme; `make grade` gives them to the graders (COURSE/mark_schemes.md)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        cell.metadata.pop("minibert", None)
+        return cell, resources
+
+
+def mark_schemes(nb) -> list[tuple[str, float, list[str]]]:
+    """(grade_id, points, criteria) of every manually graded answer that carries a mark scheme."""
+    out = []
+    for cell in nb.cells:
+        scheme = cell.get("metadata", {}).get("minibert", {}).get("mark_scheme")
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if scheme:
+            out.append((meta.get("grade_id", ""), float(meta.get("points", 0)), list(scheme)))
+    return out
+
+
 class SealedExecute(NbGraderPreprocessor):
     """Autograde's execution step, sealed (see minibert_course.sealed): the instructor's notebook with the
     student's answers runs in a sandboxed plain interpreter; each test cell's output says whether its asserts
@@ -203,7 +223,9 @@ class SealedExecute(NbGraderPreprocessor):
             else:
                 original = release_nb.cells[planned.source_index]  # nbgrader's metadata, checksums included
                 cell = copy.deepcopy(original)
-            cell.source = neutralize_markers(planned.source) if planned.kind == "student" else planned.source
+            answer = planned.kind == "student" or (planned.kind == "markdown" and cell.get("metadata", {}).get(
+                "nbgrader", {}).get("solution"))  # a manually graded answer is the student's text too
+            cell.source = neutralize_markers(planned.source) if answer else planned.source
             if cell.cell_type == "code":
                 cell.outputs = []
                 cell.execution_count = None
