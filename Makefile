@@ -70,8 +70,8 @@ bench-grade: $(STAMP)  ## autograde 50 generated submissions with JOBS=1 and JOB
 bench-submission: $(STAMP)  ## autograde one student's whole course (the solutions); print each chapter's time
 	$(BIN)/python autograder/bench_grade.py --whole --jobs 1
 
-pretrain: $(STAMP)  ## chapter 06's tiny BERT: 2,500 steps into runs/tiny (about 10 min on 2 cores; again: resumes/no-op)
-	$(BIN)/python -m minibert.pretrain --out runs/tiny --steps 2500
+pretrain: $(STAMP)  ## chapter 06's tiny BERT, 6,000 steps into runs/tiny (about 10 min on 2 cores; run again: resumes)
+	$(BIN)/python -m minibert.pretrain --out runs/tiny --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

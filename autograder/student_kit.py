@@ -42,7 +42,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 # Jupyter refuses to run as root (containers, cloud notebooks) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test
+.PHONY: lab test pretrain
 $(STAMP): pyproject.toml data-requirements.txt
 \ttest -x $(BIN)/python || $(PYTHON) -m venv .venv
 \t$(BIN)/python -m pip install --quiet --upgrade pip
@@ -56,6 +56,9 @@ lab: $(STAMP)
 
 test: $(STAMP)  ## the package tests on your own src/minibert, then the certificate; a table per chapter
 \t$(BIN)/python -m minibert_course.certify --tests tests --json build/certificate.json
+
+pretrain: $(STAMP)  ## chapter 06's tiny BERT with your code, 6,000 steps into runs/tiny (about 10 min; again: resumes)
+\t$(BIN)/python -m minibert.pretrain --out runs/tiny --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000
 """
 
 KIT_CONFTEST = '''"""The package tests, run by `make test` on your own minibert (src/minibert of this kit)."""
@@ -123,7 +126,8 @@ monkeypatching a library, faking comparisons, ...) earns no points and is flagge
 
 ```bash
 .venv/bin/python -c "import minibert; print(minibert.__file__)"
-.venv/bin/python -m minibert.pretrain --out runs/tiny --minutes 10    # pretrain a tiny BERT with your code
+.venv/bin/python -m minibert.pretrain --help    # every setting of a pretraining run with your code
+make pretrain    # chapter 06's tiny BERT (runs/tiny, about 10 minutes on 2 cores); its fill-mask cell uses it
 ```
 
 Elsewhere: `pip install -e path/to/this/folder`.
@@ -175,7 +179,7 @@ def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
     for name in ("helpers.py", *PACKAGE_TESTS):  # the tests that need only the package (no notebooks, no nbgrader)
         shutil.copy2(root / "tests" / name, kit / "tests" / name)
     (kit / "tests" / "conftest.py").write_text(KIT_CONFTEST, encoding="utf-8")
-    (kit / ".gitignore").write_text(".venv/\nbuild/\n__pycache__/\n*.egg-info/\n", encoding="utf-8")
+    (kit / ".gitignore").write_text(".venv/\nbuild/\nruns/\n__pycache__/\n*.egg-info/\n", encoding="utf-8")
     (kit / KIT_MARKER).write_text("exports from notebooks/ go into src/minibert of this kit\n", encoding="utf-8")
     return kit
 

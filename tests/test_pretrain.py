@@ -274,6 +274,32 @@ def test_resume_is_bit_exact_with_and_without_dropout(resumed, resumed_without_d
         assert_same_weights(runs["root"] / "a" / "checkpoint", runs["root"] / "b" / "checkpoint", what)
 
 
+def test_eval_at_start_adds_step_0_and_changes_nothing_else(resumed, tmp_path):
+    """eval_at_start=True puts the untrained model first in the history (step 0: no training loss yet, learning rate
+    0, L_MLM ~ ln V, L_NSP ~ ln 2). Evaluating draws no random numbers, so the rest of the run is run A of `resumed`
+    bit for bit; a run killed after its step-6 checkpoint and resumed evaluates step 0 once, not again."""
+    vocab = resumed["root"] / "a" / "vocab.txt"
+    settings = dict(max_steps=10, checkpoint_every=3, eval_at_start=True)
+    for name in ("straight", "killed"):
+        (tmp_path / name).mkdir()
+        shutil.copy(vocab, tmp_path / name / "vocab.txt")
+    straight = recorded_run(tiny(tmp_path / "straight", **settings))["result"]
+    history = straight["history"]
+    assert [h["step"] for h in history] == [0, 5, 10]
+    first = history[0]
+    assert math.isnan(first["train_loss"]) and first["lr"] == 0.0
+    assert first["mlm_loss"] == pytest.approx(math.log(len(BertTokenizer(vocab))), abs=0.05)
+    assert first["nsp_loss"] == pytest.approx(math.log(2), abs=0.05)
+    without = resumed["a"]["result"]["history"]
+    assert [{k: h[k] for k in METRICS} for h in history[1:]] == [{k: h[k] for k in METRICS} for h in without]
+    assert_same_weights(resumed["root"] / "a" / "checkpoint", tmp_path / "straight" / "checkpoint", "eval_at_start")
+    killed = recorded_run(tiny(tmp_path / "killed", **settings), interrupt_at=6)
+    assert killed["result"] is None
+    again = recorded_run(tiny(tmp_path / "killed", **settings))["result"]["history"]
+    assert [h["step"] for h in again] == [0, 5, 10]
+    assert [{k: h[k] for k in METRICS} for h in again] == [{k: h[k] for k in METRICS} for h in history]
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 @pytest.mark.parametrize("point", INTERRUPT_POINTS)
 def test_a_signal_at_any_point_of_a_step_stops_between_steps_and_resumes_bit_for_bit(resumed, tmp_path, capsys,

@@ -222,6 +222,20 @@ def test_kit_make_test_runs_the_certifier(kit):
         assert (kit / "tests" / name).read_bytes() == (ROOT / "tests" / name).read_bytes()
 
 
+def test_kit_make_pretrain_is_the_courses_recipe(kit):
+    """Chapter 06's fill-mask cell reads runs/tiny/checkpoint, made by `make pretrain`: the kit's target runs the
+    student's package with the repository's recipe, and its run folder is not committed with the student's work."""
+    recipes = []
+    for folder in (kit, ROOT):
+        run = subprocess.run(["make", "-n", "-o", ".venv/.installed", "pretrain"], cwd=folder, capture_output=True,
+                             text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        recipes.append([line for line in run.stdout.splitlines() if "-m minibert.pretrain" in line])
+    assert len(recipes[0]) == 1 and "--out runs/tiny" in recipes[0][0], recipes[0]
+    assert recipes[0] == recipes[1], "the kit pretrains with the same command as the repository"
+    assert "runs/" in (kit / ".gitignore").read_text(encoding="utf-8").split()
+
+
 def test_kit_certificate_table_for_a_student_halfway(tmp_path):
     """Chapters 01-03 right, chapter 04 wrong (labels only at [MASK]), 05-06 not exported: the table says so, the
     tests of chapter 03 that need chapter 06's classes wait for it instead of failing, and the exit status is 1."""

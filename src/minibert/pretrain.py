@@ -62,6 +62,8 @@ class PretrainConfig:
                                                                   "--minutes"))
     eval_every: int = field(default=200, metadata=_arg("evaluate on held-out articles every N steps"))
     eval_batches: int = field(default=8, metadata=_arg("batches per evaluation"))
+    eval_at_start: bool = field(default=False, metadata=_arg("also evaluate the untrained model (step 0) before "
+                                                             "the first step, as the first point of the curves"))
     checkpoint_every: int = field(default=500, metadata=_arg("write the checkpoint every N steps"))
     seed: int = field(default=0, metadata=_arg("seed of the data order, the masks and the initialization"))
     hidden_size: int = field(default=128, metadata=_arg("model width H"))
@@ -353,6 +355,8 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         updating = True
 
     optimizer.register_step_pre_hook(update_begins)
+    if cfg.eval_at_start and step == 0 and not history:  # a fresh run: the figures of the untrained model
+        record()
     with StopSignals() as stop:
         while not stop.received and step < schedule.total and time.perf_counter() - start < limit:
             rng, updating = torch.get_rng_state(), False
@@ -398,20 +402,23 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
 
 
 def plot_history(history: list[dict]):
-    """Loss curves and accuracies over steps (matplotlib figure)."""
+    """Loss curves and accuracies over steps (matplotlib figure). Masked-token accuracy gets a panel of its own,
+    scaled to its values (a tiny model's stays far below 1); NSP accuracy is drawn against chance (0.5)."""
     import matplotlib.pyplot as plt
 
     steps = [h["step"] for h in history]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
-    for key in ("train_loss", "loss", "mlm_loss", "nsp_loss"):
-        left.plot(steps, [h[key] for h in history], label=key.replace("loss", "loss (eval)") if key != "train_loss"
-                  else "loss (train batch)")
-    left.set(xlabel="step", ylabel="loss", title="L = L_MLM + L_NSP")
-    left.legend()
-    right.plot(steps, [h["mlm_accuracy"] for h in history], label="masked-token accuracy")
-    right.plot(steps, [h["nsp_accuracy"] for h in history], label="NSP accuracy")
-    right.set(xlabel="step", ylim=(0, 1), title="held-out articles")
-    right.legend()
+    fig, (losses, mlm, nsp) = plt.subplots(1, 3, figsize=(13, 3.5))
+    for key, label in (("train_loss", "loss (train batch)"), ("loss", "loss (eval)"), ("mlm_loss", "mlm_loss (eval)"),
+                       ("nsp_loss", "nsp_loss (eval)")):
+        losses.plot(steps, [h[key] for h in history], label=label)
+    losses.set(xlabel="step", ylabel="loss", title="L = L_MLM + L_NSP")
+    losses.legend()
+    mlm.plot(steps, [h["mlm_accuracy"] for h in history], marker=".")
+    mlm.set(xlabel="step", ylim=(0, None), title="masked-token accuracy (held-out)")
+    nsp.plot(steps, [h["nsp_accuracy"] for h in history], marker=".", label="NSP accuracy")
+    nsp.axhline(0.5, color="gray", linestyle=":", label="chance")
+    nsp.set(xlabel="step", ylim=(0, 1), title="NSP accuracy (held-out)")
+    nsp.legend()
     fig.tight_layout()
     return fig
 
