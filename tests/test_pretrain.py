@@ -688,10 +688,10 @@ class FakeClock:
     def install(self, mp: pytest.MonkeyPatch) -> None:
         real_step = pretrain.train_step
 
-        def train_step(model, optimizer, batch, lr, max_grad_norm):
+        def train_step(model, optimizer, batch, lr, max_grad_norm, **forward):
             self.now += self.step_seconds
             self.calls.append((id(model), lr))
-            return real_step(model, optimizer, batch, lr, max_grad_norm)
+            return real_step(model, optimizer, batch, lr, max_grad_norm, **forward)
 
         mp.setattr(pretrain, "train_step", train_step)
         mp.setattr(pretrain.time, "perf_counter", lambda: self.now)
@@ -745,11 +745,11 @@ def test_weight_decay_skips_biases_and_layer_norms():
 def test_train_step_clips_the_gradient_norm(batch_for_clipping):
     model, batch = batch_for_clipping
     optimizer = make_optimizer(model, PretrainConfig())
-    _, norm = train_step(model, optimizer, batch, lr=0.0, max_grad_norm=1e-3)
+    _, norm = train_step(model, optimizer, batch, lr=0.0, max_grad_norm=1e-3, targets_only=True)
     total = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None]))
     assert norm > 1e-3, f"the gradient norm before clipping ({norm:.3g}) should exceed the limit in this test"
     assert float(total) == pytest.approx(1e-3, rel=1e-4), f"after clipping the norm is {float(total):.3g}, not 1e-3"
-    _, norm = train_step(model, optimizer, batch, lr=0.0, max_grad_norm=None)
+    _, norm = train_step(model, optimizer, batch, lr=0.0, max_grad_norm=None, targets_only=True)
     total = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None]))
     assert float(total) == pytest.approx(norm, rel=1e-5), "max_grad_norm=None leaves the gradient as it is"
 

@@ -213,13 +213,14 @@ def make_optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.A
                               {"params": no_decay, "weight_decay": 0.0}], lr=cfg.learning_rate)
 
 
-def train_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float, max_grad_norm: float | None
-               ) -> tuple[float, float]:
-    """One update: forward (MLM logits at the targets only), backward, gradient clipping, AdamW at rate `lr`.
+def train_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float, max_grad_norm: float | None,
+               **forward) -> tuple[float, float]:
+    """One update: forward, backward, gradient clipping, AdamW at rate `lr`; `forward` holds extra arguments of the
+    model's forward (pretraining: targets_only=True, MLM logits at the targets only; chapter 08's task heads: none).
     Returns the loss and the gradient norm before clipping."""
     for group in optimizer.param_groups:
         group["lr"] = lr
-    out = model(**batch, targets_only=True)
+    out = model(**batch, **forward)
     optimizer.zero_grad(set_to_none=True)
     out.loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm or math.inf)
@@ -263,10 +264,11 @@ def seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[
     probe = copy.deepcopy(model).train()
     optimizer = make_optimizer(probe, cfg)
     with torch.random.fork_rng(devices=[]):
-        train_step(probe, optimizer, make_batch(0), cfg.learning_rate, cfg.max_grad_norm)
+        train_step(probe, optimizer, make_batch(0), cfg.learning_rate, cfg.max_grad_norm, targets_only=True)
         start = time.perf_counter()
         for step in range(1, steps):
-            train_step(probe, optimizer, make_batch(step), cfg.learning_rate, cfg.max_grad_norm)
+            train_step(probe, optimizer, make_batch(step), cfg.learning_rate, cfg.max_grad_norm,
+                       targets_only=True)
         per_step = (time.perf_counter() - start) / (steps - 1)
         start = time.perf_counter()
         evaluate(probe, eval_batches)
@@ -362,7 +364,8 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
             rng, updating = torch.get_rng_state(), False
             try:
                 loss_value, grad_norm = train_step(model, optimizer, batch_for(step),
-                                                   cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm)
+                                                   cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm,
+                                                   targets_only=True)
             except KeyboardInterrupt:  # raised by code, not by our handler (e.g. training in another thread)
                 if updating:
                     print(f"interrupted inside the update of step {step + 1}: the checkpoint on disk is kept")

@@ -1,0 +1,485 @@
+"""Fine-tuning: one loop for the three task heads of chapter 07, on real data, from three starting points (chapter 08).
+
+Why one loop: the three tasks differ only in their examples, their head and their metric, so a task is three small
+functions (`Task`: featurize, collate, evaluate) and the loop is the pretraining loop's pieces from chapter 06:
+AdamW without decay on biases and LayerNorm (`make_optimizer`), warm-up and linear decay (`Schedule`), batches that are
+a function of (seed, step) (`EpochSampler`), `train_step`, Ctrl+C that stops between steps (`StopSignals`) and
+checkpoints written atomically (`save_checkpoint`), so a run resumes bit for bit where it stopped.
+Why three starting points: `scratch` (random weights), a checkpoint folder (ours from chapter 06,
+`runs/tiny/checkpoint`) and `minilm` (real weights) isolate what pretraining buys: the same data, the same loop, only
+the first weights differ.
+Why a fixed number of epochs and no "best epoch": the dev figures after each epoch are for watching; the reported test
+figure is the last model's, so no choice was ever made on the test set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from minibert.config import BertConfig
+from minibert.masking import IGNORE_INDEX
+from minibert.metrics import accuracy, entity_f1, squad_scores
+from minibert.pretrain import (
+    EpochSampler,
+    Schedule,
+    StopSignals,
+    _arg,
+    _field_type,
+    latest_checkpoint,
+    make_optimizer,
+    save_checkpoint,
+    train_step,
+)
+from minibert.task_data import WNUT_LABELS, load_qa, load_rotten_tomatoes, load_wnut16
+from minibert.tasks import (
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    align_labels,
+    best_span,
+    encode_words,
+    prepare_qa_features,
+)
+from minibert.tokenization import CLS, SEP, BertTokenizer, pretrained_dir
+
+
+@dataclass
+class FinetuneConfig:
+    """A fine-tuning run; every field is also a flag of `python -m minibert.finetune`."""
+
+    task: str = field(default="sentiment", metadata=_arg("sentiment (Rotten Tomatoes), ner (WNUT-16 tweets) or qa "
+                                                         "(questions on the Wikipedia sample)"))
+    init: str = field(default="minilm", metadata=_arg("first weights: 'scratch', 'minilm' (the real MiniLM weights) or "
+                                                      "a checkpoint folder, e.g. runs/tiny/checkpoint"))
+    out_dir: str | None = field(default=None, metadata=_arg("run folder; resumes from its checkpoint (default: "
+                                                            "runs/finetune/TASK-INIT)", "--out"))
+    like: str | None = field(default=None, metadata=_arg("with --init scratch: the size and vocabulary of this "
+                                                         "checkpoint folder (default: BertConfig.tiny() with "
+                                                         "bert-base-uncased's vocabulary)"))
+    epochs: int = field(default=3, metadata=_arg("passes over the training set"))
+    batch_size: int = field(default=32, metadata=_arg("examples (QA: windows) per step"))
+    learning_rate: float = field(default=1e-4, metadata=_arg("peak learning rate", "--lr"))
+    warmup_ratio: float = field(default=0.1, metadata=_arg("share of the steps spent warming up"))
+    weight_decay: float = field(default=0.01, metadata=_arg("AdamW weight decay (weight matrices only)"))
+    max_grad_norm: float = field(default=1.0, metadata=_arg("clip the gradient norm to this"))
+    max_seq_length: int | None = field(default=None, metadata=_arg("positions per input (default: 64; qa: 192)",
+                                                                   "--seq-len"))
+    doc_stride: int = field(default=64, metadata=_arg("qa: context pieces shared by two windows of a long context"))
+    label_all_pieces: bool = field(default=False, metadata=_arg("ner: label every piece of a word, not the first"))
+    limit_train: int | None = field(default=None, metadata=_arg("use only the first N training examples"))
+    limit_eval: int | None = field(default=None, metadata=_arg("use only the first N dev and test examples"))
+    seed: int = field(default=0, metadata=_arg("seed of the new head, the batch order and dropout"))
+
+    def seq_length(self) -> int:
+        return self.max_seq_length or (192 if self.task == "qa" else 64)
+
+    def run_dir(self) -> Path:
+        if self.out_dir:
+            return Path(self.out_dir)
+        return Path("runs/finetune") / f"{self.task}-{init_name(self.init)}"
+
+
+def init_name(init: str) -> str:
+    """'scratch', 'minilm', or the run folder's name for a checkpoint folder (runs/tiny/checkpoint -> 'tiny')."""
+    path = Path(init)
+    return init if init in ("scratch", "minilm") else (path.parent.name if path.name == "checkpoint" else path.name)
+
+
+# ------------------------------------------------------------------------------------------------ the three tasks
+
+
+def collate(features: list[dict]) -> dict[str, torch.Tensor]:
+    """Pad a list of features into a batch: ids, segments and the attention mask with 0, piece labels with -100;
+    a number per feature (a sentence label, an answer position) becomes a (B,) tensor."""
+    T = max(len(f["input_ids"]) for f in features)
+    batch = {}
+    for key in features[0]:
+        if isinstance(features[0][key], list):
+            pad = IGNORE_INDEX if key == "labels" else 0
+            batch[key] = torch.tensor([f[key] + [pad] * (T - len(f[key])) for f in features])  # (B, T)
+        else:
+            batch[key] = torch.tensor([f[key] for f in features])  # (B,)
+    if "attention_mask" not in batch:
+        batch["attention_mask"] = torch.tensor([[1] * len(f["input_ids"]) + [0] * (T - len(f["input_ids"]))
+                                                for f in features])
+    return batch
+
+
+@torch.no_grad()
+def predict(model: nn.Module, features: list[dict], batch_size: int = 64) -> list:
+    """The model's outputs, one per feature, without dropout (the model is left in the mode it was in)."""
+    was_training = model.training
+    model.eval()
+    outputs = []
+    try:
+        for i in range(0, len(features), batch_size):
+            part = features[i:i + batch_size]
+            out = model(**collate(part))
+            for j, f in enumerate(part):
+                n = len(f["input_ids"])  # drop the padding
+                if hasattr(out, "start_logits"):  # QA: (start, end) scores per position
+                    outputs.append((out.start_logits[j, :n], out.end_logits[j, :n]))
+                else:
+                    outputs.append(out.logits[j, :n] if out.logits.dim() == 3 else out.logits[j])
+    finally:
+        model.train(was_training)
+    return outputs
+
+
+def _truncate(tokens: list[str], length: int) -> list[str]:
+    return [CLS, *tokens[:length - 2], SEP]
+
+
+def sentiment_features(tokenizer: BertTokenizer, examples: list[tuple[str, int]], cfg: FinetuneConfig) -> list[dict]:
+    """(text, label) -> `[CLS] text [SEP]`, cut to max_seq_length, with its label (1 = fresh, 0 = rotten)."""
+    return [{"input_ids": tokenizer.convert_tokens_to_ids(_truncate(tokenizer.tokenize(text), cfg.seq_length())),
+             "labels": label} for text, label in examples]
+
+
+def sentiment_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, float]:
+    logits = predict(model, sentiment_features(tokenizer, examples, cfg))
+    return {"accuracy": accuracy([int(x.argmax()) for x in logits], [label for _, label in examples])}
+
+
+def _ner_encode(tokenizer: BertTokenizer, words: list[str], cfg: FinetuneConfig) -> tuple[list[str], list]:
+    tokens, word_ids = encode_words(tokenizer, words)
+    keep = cfg.seq_length() - 2  # a tweet longer than that loses its last pieces (and their words: tagged O)
+    return _truncate(tokens, cfg.seq_length()), [None, *word_ids[:keep], None]
+
+
+def ner_features(tokenizer: BertTokenizer, examples: list[tuple[list[str], list[str]]],
+                 cfg: FinetuneConfig) -> list[dict]:
+    """(words, tags) -> pieces with the word labels on them (align_labels: first piece, or all pieces)."""
+    label_id = {label: i for i, label in enumerate(WNUT_LABELS)}
+    features = []
+    for words, tags in examples:
+        tokens, word_ids = _ner_encode(tokenizer, words, cfg)
+        features.append({"input_ids": tokenizer.convert_tokens_to_ids(tokens),
+                         "labels": align_labels(word_ids, [label_id[t] for t in tags], cfg.label_all_pieces)})
+    return features
+
+
+def ner_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, float]:
+    """Each word's tag is the prediction at its first piece (a word with no piece left is tagged O); entity F1 over
+    the words' tags, as seqeval counts it."""
+    logits = predict(model, ner_features(tokenizer, examples, cfg))
+    predicted = []
+    for (words, _), scores in zip(examples, logits, strict=True):
+        tags = ["O"] * len(words)
+        _, word_ids = _ner_encode(tokenizer, words, cfg)
+        for position in reversed(range(len(word_ids))):  # reversed: the first piece of a word is written last
+            if word_ids[position] is not None:
+                tags[word_ids[position]] = WNUT_LABELS[int(scores[position].argmax())]
+        predicted.append(tags)
+    scores = entity_f1([tags for _, tags in examples], predicted)
+    return {"entity_f1": scores["f1"], "precision": scores["precision"], "recall": scores["recall"]}
+
+
+def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneConfig, answers: bool = True
+                ) -> list[dict]:
+    """Question + context -> windows of max_seq_length (overlapping by doc_stride), each with its answer's first and
+    last piece (0, 0: `[CLS]`, when this window does not hold the answer, as in BERT's SQuAD code)."""
+    features = []
+    for example in examples:
+        answer = example["answers"][0] if answers else {"text": None, "answer_start": None}
+        for f in prepare_qa_features(tokenizer, example["question"], example["context"], cfg.seq_length(),
+                                     cfg.doc_stride, answer["text"], answer["answer_start"]):
+            feature = {key: f[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
+            if answers:
+                feature["start_positions"], feature["end_positions"] = f["start_position"], f["end_position"]
+            else:
+                feature.update(offsets=f["offsets"], context_mask=f["context_mask"])
+            features.append(feature)
+    return features
+
+
+def qa_answers(model, tokenizer, examples: list[dict], cfg: FinetuneConfig) -> dict[str, str]:
+    """The answer text per question id: the best span (start + end score) over all windows of its context."""
+    predictions = {}
+    for example in examples:
+        windows = qa_features(tokenizer, [example], cfg, answers=False)
+        outputs = predict(model, [{k: w[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+                                  for w in windows])
+        best = (-math.inf, "")
+        for window, (start_logits, end_logits) in zip(windows, outputs, strict=True):
+            spans = best_span(start_logits, end_logits, torch.tensor(window["context_mask"]), n_best=1)
+            if spans and spans[0][2] > best[0]:
+                start, end, score = spans[0]
+                best = (score, example["context"][window["offsets"][start][0]:window["offsets"][end][1]])
+        predictions[example["id"]] = best[1]
+    return predictions
+
+
+def qa_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, float]:
+    predictions = qa_answers(model, tokenizer, examples, cfg)
+    data = [{"title": "", "paragraphs": [{"context": e["context"], "qas": [e]}]} for e in examples]
+    return squad_scores(predictions, data)
+
+
+@dataclass(frozen=True)
+class Task:
+    """What the loop needs to know about a task: its head, its data, its inputs and its metric."""
+
+    model_class: type
+    labels: tuple[str, ...] | None  # the head's label names (None: QA has no labels)
+    load: Callable[[str], list]  # split name -> examples
+    featurize: Callable[[BertTokenizer, list, FinetuneConfig], list[dict]]  # examples -> training features
+    evaluate: Callable[..., dict[str, float]]  # (model, tokenizer, examples, cfg) -> metrics
+    metric: str  # the headline metric of `evaluate`
+
+
+TASKS = {
+    "sentiment": Task(BertForSequenceClassification, ("rotten", "fresh"), load_rotten_tomatoes, sentiment_features,
+                      sentiment_evaluate, "accuracy"),
+    "ner": Task(BertForTokenClassification, tuple(WNUT_LABELS), load_wnut16, ner_features, ner_evaluate, "entity_f1"),
+    "qa": Task(BertForQuestionAnswering, None, load_qa, qa_features, qa_evaluate, "f1"),
+}
+
+
+# ------------------------------------------------------------------------------------------------ the model
+
+
+def extend_positions(model: nn.Module, positions: int) -> None:
+    """Give a model trained on short inputs `positions` position embeddings: the learned rows are repeated (row i
+    starts as row i mod n), as Longformer initialised its 4,096 positions from RoBERTa's 512 (Beltagy et al. 2020).
+    Chapter 06's checkpoint saw 32 positions; fine-tuning then teaches the copies where they are."""
+    embeddings = model.bert.embeddings
+    learned = embeddings.position_embeddings.weight.data  # (n, H)
+    longer = nn.Embedding(positions, learned.shape[1])
+    longer.weight.data.copy_(learned[torch.arange(positions) % learned.shape[0]])
+    embeddings.position_embeddings = longer
+    model.config.max_position_embeddings = model.bert.config.max_position_embeddings = positions
+
+
+def build_model(cfg: FinetuneConfig) -> tuple[nn.Module, BertTokenizer, str]:
+    """The task model at its first weights, its tokenizer, and a line saying what was loaded."""
+    task = TASKS[cfg.task]
+    head = {"id2label": dict(enumerate(task.labels))} if task.labels else {}
+    torch.manual_seed(cfg.seed)  # the new head's initialization (and the whole model's from scratch)
+    if cfg.init == "scratch":
+        folder = Path(cfg.like) if cfg.like else None
+        tokenizer = BertTokenizer.from_pretrained(folder)
+        config = BertConfig.from_json_file(folder / "config.json") if folder else BertConfig.tiny()
+        config = replace(config, vocab_size=len(tokenizer), **head,
+                         num_labels=len(task.labels) if task.labels else config.num_labels,
+                         max_position_embeddings=max(config.max_position_embeddings, cfg.seq_length()))
+        model, note = task.model_class(config), f"random weights, {config.num_hidden_layers} layers x " \
+                                                 f"{config.hidden_size}, {len(tokenizer):,} pieces"
+    else:
+        folder = pretrained_dir() if cfg.init == "minilm" else Path(cfg.init)
+        if not (folder / "config.json").exists():
+            raise FileNotFoundError(f"--init {cfg.init}: {folder} holds no config.json; give 'scratch', 'minilm' or a "
+                                    "checkpoint folder (make pretrain writes runs/tiny/checkpoint)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the new head is reported below, once
+            model = task.model_class.from_pretrained(folder, **head)
+        tokenizer = BertTokenizer.from_pretrained(folder)
+        note = (f"{folder}: {model.config.num_hidden_layers} layers x {model.config.hidden_size}; new: "
+                f"{', '.join(model.loading_info['new_keys'])}")
+        if model.config.max_position_embeddings < cfg.seq_length():
+            note += (f"; {model.config.max_position_embeddings} learned positions repeated to {cfg.seq_length()} "
+                     "(extend_positions)")
+            extend_positions(model, cfg.seq_length())
+    if len(tokenizer) != model.config.vocab_size:
+        raise ValueError(f"{folder}: vocab.txt has {len(tokenizer):,} pieces but the model has "
+                         f"{model.config.vocab_size:,} word embeddings: the tokenizer is not the checkpoint's; keep "
+                         "the vocab.txt that was saved with the weights")
+    return model.train(), tokenizer, note
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+
+
+def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
+    """Fine-tune (or resume) and return the dev figures after each epoch, the test figures and the wall time.
+
+    Raises:
+        KeyboardInterrupt: after Ctrl+C, once the checkpoint of the last complete step is written.
+        SystemExit: the same after SIGTERM (exit status 143).
+    """
+    from tqdm.auto import tqdm
+
+    if cfg.task not in TASKS:
+        raise ValueError(f"unknown task {cfg.task!r}: give one of {sorted(TASKS)}")
+    task, out = TASKS[cfg.task], cfg.run_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "finetune_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
+    train_set = task.load("train")[:cfg.limit_train]
+    dev_set, test_set = task.load("dev")[:cfg.limit_eval], task.load("test")[:cfg.limit_eval]
+    step, history, elapsed, checkpoint = 0, [], 0.0, latest_checkpoint(out)
+    if checkpoint is None:
+        model, tokenizer, note = build_model(cfg)
+    else:
+        model = task.model_class.from_pretrained(checkpoint).train()
+        tokenizer = BertTokenizer.from_pretrained(checkpoint)
+        state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
+        step, history, elapsed = state["step"], state["history"], state["elapsed"]
+        note = f"resumed from {checkpoint} at step {step}"
+    features = task.featurize(tokenizer, train_set, cfg)
+    sampler = EpochSampler(len(features), cfg.batch_size, cfg.seed)
+    total = cfg.epochs * sampler.steps_per_epoch
+    schedule = Schedule.new(total, max(1, min(total - 1, round(cfg.warmup_ratio * total))))
+    optimizer = make_optimizer(model, cfg)
+    if checkpoint is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])  # dropout continues with the random stream it would have had
+    print(f"{cfg.task} from {init_name(cfg.init)} ({note}); {len(train_set):,} examples -> {len(features):,} "
+          f"features, {cfg.epochs} epochs of {sampler.steps_per_epoch} steps, peak LR {cfg.learning_rate:g}")
+    start = time.perf_counter() - elapsed
+    losses: list[float] = []
+
+    def save() -> None:
+        save_checkpoint(out / "checkpoint", model, optimizer, tokenizer,
+                        {"step": step, "history": history, "elapsed": time.perf_counter() - start,
+                         "torch_rng": torch.get_rng_state()})
+
+    bar = tqdm(total=total, initial=step, disable=not progress, desc=f"{cfg.task} ({init_name(cfg.init)})")
+    with StopSignals() as stop:
+        while step < total and not stop.received:
+            batch = collate([features[i] for i in sampler.indices(step)])
+            loss, _ = train_step(model, optimizer, batch, cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm)
+            losses.append(loss)
+            step += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}")
+            if step % sampler.steps_per_epoch == 0:  # the end of an epoch: dev figures, then a checkpoint
+                history.append({"epoch": step // sampler.steps_per_epoch, "step": step,
+                                "train_loss": sum(losses) / len(losses) if losses else float("nan"),
+                                "seconds": time.perf_counter() - start,
+                                **task.evaluate(model, tokenizer, dev_set, cfg)})
+                losses = []
+                save()
+        bar.close()
+        if stop.received:
+            save()
+            print(f"stopped after step {step}; checkpoint saved in {out / 'checkpoint'}; run again to resume")
+            if stop.received == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise SystemExit(128 + stop.received)
+    test = task.evaluate(model, tokenizer, test_set, cfg)
+    result = {"task": cfg.task, "init": init_name(cfg.init), "metric": task.metric, "test": test,
+              "dev": history[-1] if history else None, "history": history, "steps": step,
+              "seconds": time.perf_counter() - start, "train_examples": len(train_set),
+              "checkpoint": str(out / "checkpoint")}
+    (out / "result.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ the comparison
+
+COMPARE_INITS = ("scratch", "runs/tiny/checkpoint", "minilm")
+
+
+def compare(tasks: tuple[str, ...] = tuple(TASKS), inits: tuple[str, ...] = COMPARE_INITS,
+            out_root: str = "runs/finetune", progress: bool = True, **settings) -> list[dict]:
+    """Every task from every starting point, with the same data, loop and settings. `scratch` takes the size and
+    vocabulary of the checkpoint folder among `inits` (ours), so scratch vs ours differ in the first weights only."""
+    ours = next((i for i in inits if i not in ("scratch", "minilm")), None)
+    if ours and not (Path(ours) / "config.json").exists():
+        raise FileNotFoundError(f"{ours} does not exist: run `make pretrain` first (about 10 minutes on 2 cores), "
+                                "or leave it out of the starting points")
+    rows = []
+    for task in tasks:
+        for init in inits:
+            cfg = FinetuneConfig(task=task, init=init, like=ours if init == "scratch" else None,
+                                 out_dir=f"{out_root}/{task}-{init_name(init)}", **settings)
+            result = train(cfg, progress=progress)
+            score = result["test"][result["metric"]]
+            rows.append({"task": task, "init": init_name(init), "metric": result["metric"],
+                         "percent": score if task == "qa" else 100 * score,  # SQuAD scores are percentages already
+                         "test": result["test"], "seconds": result["seconds"]})
+    return rows
+
+
+def comparison_table(rows: list[dict]) -> str:
+    """The comparison as a text table: test score (%) and wall time of each run."""
+    lines = [f"{'task':<10} {'start':<8} {'test metric':<12} {'score':>6} {'wall':>8}"]
+    for r in rows:
+        lines.append(f"{r['task']:<10} {r['init']:<8} {r['metric']:<12} {r['percent']:6.1f} {r['seconds'] / 60:6.1f} m")
+    return "\n".join(lines)
+
+
+def plot_comparison(rows: list[dict]):
+    """One group of bars per task, one bar per starting point (matplotlib figure), scores in percent."""
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    inits = list(dict.fromkeys(r["init"] for r in rows))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.8 / len(inits)
+    for k, init in enumerate(inits):
+        xs, ys = [], []
+        for i, task in enumerate(tasks):
+            for r in rows:
+                if r["task"] == task and r["init"] == init:
+                    xs.append(i + k * width)
+                    ys.append(r["percent"])
+        bars = ax.bar(xs, ys, width, label=init)
+        ax.bar_label(bars, fmt="%.0f", fontsize=8)
+    ax.set_xticks([i + width * (len(inits) - 1) / 2 for i in range(len(tasks))],
+                  [f"{t}\n({next(r['metric'] for r in rows if r['task'] == t)})" for t in tasks])
+    ax.set(ylabel="test score (%)", ylim=(0, 100), title="fine-tuned from scratch vs pretrained")
+    ax.legend(title="first weights")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ command line
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m minibert.finetune", description="Fine-tune a task head (or, "
+                                     "with --compare, every task from every starting point).")
+    for f in fields(FinetuneConfig):
+        flag, kind = f.metadata["flag"] or "--" + f.name.replace("_", "-"), _field_type(f.type)
+        if kind is bool:
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=f.metadata["help"])
+        else:
+            parser.add_argument(flag, dest=f.name, type=kind, default=f.default, metavar=kind.__name__.upper(),
+                                help=f.metadata["help"] + " (default: %(default)s)")
+    parser.add_argument("--compare", action="store_true", help="every task in --tasks from every start in --inits; "
+                        "prints a table and writes comparison.json and comparison.png into runs/finetune")
+    parser.add_argument("--tasks", default=",".join(TASKS), help="with --compare (default: %(default)s)")
+    parser.add_argument("--inits", default=",".join(COMPARE_INITS), help="with --compare (default: %(default)s)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = vars(build_parser().parse_args(argv))
+    progress = not args.pop("no_progress")
+    comparing, tasks, inits = args.pop("compare"), args.pop("tasks").split(","), args.pop("inits").split(",")
+    try:
+        if comparing:
+            for key in ("task", "init", "out_dir", "like"):
+                args.pop(key)
+            rows = compare(tuple(tasks), tuple(inits), progress=progress, **args)
+            root = Path("runs/finetune")
+            (root / "comparison.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+            plot_comparison(rows).savefig(root / "comparison.png", dpi=120)
+            print(comparison_table(rows))
+            print(f"written: {root / 'comparison.json'}, {root / 'comparison.png'}")
+            return 0
+        result = train(FinetuneConfig(**args), progress=progress)
+    except KeyboardInterrupt:
+        return 130
+    print(f"{result['task']} from {result['init']}: test {json.dumps(result['test'])}; {result['steps']} steps in "
+          f"{result['seconds'] / 60:.1f} min; checkpoint: {result['checkpoint']}")
+    return 0
+
+
+if __name__ == "__main__" and "__file__" in globals():  # `python -m minibert.finetune`, not a notebook cell
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Fine-tuning metrics (chapter 08): accuracy, entity-level F1 as conlleval/seqeval count it, SQuAD v1.1 EM and F1.
+
+Why reimplement them: each is a few lines, and a student should see what "entity F1 = 0.45" or "EM = 60" counts.
+Each one reproduces the reference tool exactly, so our numbers can be compared with published ones: the tests check
+entity_f1 against seqeval 1.2.2 and the SQuAD functions against the official evaluate-v1.1.py.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# ----------------------------------------------------------------------------------------------- accuracy
+
+
+def accuracy(predictions: Sequence[int], labels: Sequence[int]) -> float:
+    """The fraction of predictions equal to their label (0.0 to 1.0)."""
+    if len(predictions) != len(labels):
+        raise ValueError(f"accuracy: {len(predictions)} predictions but {len(labels)} labels")
+    if not labels:
+        raise ValueError("accuracy: no labels, the accuracy of nothing is undefined")
+    return sum(int(p) == int(y) for p, y in zip(predictions, labels, strict=True)) / len(labels)
+
+
+# ----------------------------------------------------------------------------------------------- entity F1
+
+
+def bio_entities(tags: Sequence[str]) -> list[tuple[str, int, int]]:
+    """Entity chunks (type, start, end) of one BIO tag sequence, end inclusive, as conlleval and seqeval read them.
+
+    A chunk starts at B-x, and also at an I-x that does not continue a chunk of type x (after O, at the start, or
+    after another type): ill-formed BIO is read leniently, not dropped. A chunk goes on over I-x of the same type and
+    ends before O, B-anything, or a change of type. The type is everything after "B-"/"I-" ("geo-loc").
+    """
+    chunks = []
+    start, kind = -1, ""  # the open chunk, if start >= 0
+    for i, tag in enumerate(tags):
+        if tag == "O":
+            prefix, tag_type = "O", ""
+        elif tag[:2] in ("B-", "I-") and len(tag) > 2:
+            prefix, tag_type = tag[0], tag[2:]
+        else:
+            raise ValueError(f"tag {i} is {tag!r}: expected 'O', 'B-<type>' or 'I-<type>'")
+        continues = prefix == "I" and start >= 0 and tag_type == kind
+        if start >= 0 and not continues:
+            chunks.append((kind, start, i - 1))
+            start = -1
+        if prefix != "O" and not continues:
+            start, kind = i, tag_type
+    if start >= 0:
+        chunks.append((kind, start, len(tags) - 1))
+    return chunks
+
+
+def entity_f1(true_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Micro-averaged entity precision, recall and F1 over sentences (0.0 to 1.0), seqeval's default mode.
+
+    An entity counts as correct only if type, start and end all match. Where a ratio is 0/0 (no predicted or no gold
+    entities) it is 0.0, as in seqeval and conlleval: predicting nothing never scores.
+    """
+    if len(true_tags) != len(pred_tags):
+        raise ValueError(f"entity_f1: {len(true_tags)} gold sentences but {len(pred_tags)} predicted")
+    gold: set[tuple[int, str, int, int]] = set()
+    pred: set[tuple[int, str, int, int]] = set()
+    for n, (t, p) in enumerate(zip(true_tags, pred_tags, strict=True)):
+        if len(t) != len(p):
+            raise ValueError(f"entity_f1: sentence {n} has {len(t)} gold tags but {len(p)} predicted")
+        gold.update((n, *chunk) for chunk in bio_entities(t))
+        pred.update((n, *chunk) for chunk in bio_entities(p))
+    correct = len(gold & pred)
+    precision = correct / len(pred) if pred else 0.0
+    recall = correct / len(gold) if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+# ----------------------------------------------------------------------------------------------- SQuAD v1.1
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)  # ASCII only, as the official script: "–", "’", "«" are kept
+
+
+def normalize_answer(s: str) -> str:
+    """Lower-case, drop ASCII punctuation, drop the words a/an/the, collapse whitespace: evaluate-v1.1.py's order.
+
+    The order matters: punctuation goes before articles, so "the-end" -> "theend" keeps its "the".
+    """
+    text = "".join(ch for ch in s.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, ground_truth: str) -> bool:
+    """Equal after normalisation ("The Eiffel Tower." matches "eiffel tower"; "" matches "the")."""
+    return normalize_answer(prediction) == normalize_answer(ground_truth)
+
+
+def f1_score(prediction: str, ground_truth: str) -> float:
+    """Token-overlap F1 of the normalised answers (a bag of words: order is ignored, repeats count)."""
+    pred_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(ground_truth).split()
+    same = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def squad_scores(predictions: Mapping[str, str], dataset: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]:
+    """{"exact_match", "f1"} in percent over every question of a SQuAD v1.1 data set, as evaluate-v1.1.py computes.
+
+    Each question scores its best match over its gold answers. `dataset` is the parsed JSON file or its "data" list.
+    A question without a prediction scores 0 (with a warning, as the official script prints one); predictions for
+    ids not in the data set are ignored.
+    """
+    articles = dataset["data"] if isinstance(dataset, Mapping) else dataset
+    em = f1 = 0.0
+    total = 0
+    missing = []
+    for article in articles:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                total += 1
+                if qa["id"] not in predictions:
+                    missing.append(qa["id"])
+                    continue
+                golds = [answer["text"] for answer in qa["answers"]]
+                em += max(exact_match(predictions[qa["id"]], g) for g in golds)
+                f1 += max(f1_score(predictions[qa["id"]], g) for g in golds)
+    if total == 0:
+        raise ValueError("squad_scores: the data set has no questions")
+    if missing:
+        warnings.warn(f"{len(missing)} of {total} questions have no prediction and score 0 (first: {missing[0]})",
+                      stacklevel=2)
+    return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total}

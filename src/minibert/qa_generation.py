@@ -1,0 +1,243 @@
+"""Extractive-QA training questions generated from the Wikipedia sample by templates (chapter 08).
+
+Why generate: no QA data set ships in a package, and the hand-written set (minibert/resources/wiki_qa_eval.json) is
+for evaluation only. Templates give thousands of questions whose answers are exact spans and mostly right (a template
+can misfire: "Aruba is a generally flat ..." gives "What is Aruba?" -> "generally flat"), at the price of questions
+that copy their sentence almost word for word: a model trained on them learns to find a span in a sentence
+that matches the question, which is the skill extractive QA needs, but it is an easier task than SQuAD's or the
+evaluation set's paraphrased questions. We say so in the notebook rather than pretend otherwise.
+
+The procedure, deterministic given the seed (with the defaults: 3,575 questions on 1,871 paragraphs of 92 articles):
+1. Paragraphs: every paragraph of `minibert.corpus.load_wikipedia_sample()`, in corpus order, except (a) those used as
+   a context by the evaluation set (compared as exact strings: its contexts are corpus paragraphs), so training and
+   evaluation never share a paragraph, and (b) disambiguation pages and lists ("... (disambiguation)", "List of ..."),
+   whose "paragraphs" are link lists run together.
+2. Sentences: a regular-expression splitter (., ! or ? then a space and a capital, an opening quote or bracket; not
+   after a known abbreviation or a single letter such as an initial). Only sentences of at most MAX_SENTENCE_WORDS
+   words that end with a full stop, ! or ? are used (list items run together have none).
+3. Templates. Each but "definition" keeps the sentence and puts a question phrase in place of the answer phrase (an
+   "echo question"); an answer that also occurs in its question is dropped, as the question would give it away:
+     year        "... in (May) 1928 ..."        -> "... in what year ...?"          answer 1928 (also since/by/until...)
+     date        "... on 14 March 1879 ..."     -> "... on what date ...?"          answer 14 March 1879
+     definition  "X is/was a(n) Y ..."          -> "What is/was X?"                 answer Y, up to a clause break;
+                                                                                     X must be a name (capitalised)
+     how_many    "... 300 species ..."          -> "... how many species ...?"      answer 300 (not years, money)
+     percentage  "... 29% of adults ..."        -> "... what percentage of adults ...?"  answer 29%
+     by_whom     "... was written by Homer ..." -> "... was written by whom ...?"   answer Homer
+     where       "... born in Ulm, Germany ..." -> "... born where ...?"            answer Ulm, Germany
+   A name (by_whom, where) is a run of capitalised words that ends at punctuation or a function word, so "by Japanese
+   forces" (an adjective) asks nothing; months and possessives are not names.
+4. Selection: per paragraph, candidates are ordered by sha256(seed, question) and the first MAX_PER_PARAGRAPH are kept,
+   so long paragraphs do not dominate; each answer is checked to be the exact span of the paragraph at its offset.
+5. Output: SQuAD v1.1 JSON ({"version": "1.1", "data": [{"title", "paragraphs": [{"context", "qas"}]}]}), ids
+   "gen-<seed>-<n>" numbered in corpus order, one answer per question, and an extra "template" field per question
+   (readers of SQuAD JSON ignore unknown fields).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from importlib import resources
+from typing import Any, NamedTuple
+
+QA_SEED = 0
+MAX_PER_PARAGRAPH = 4
+MAX_SENTENCE_WORDS = 50
+
+_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "c", "ca", "e.g", "i.e", "u.s", "u.k", "no", "vol",
+                  "gen", "col", "lt", "fr", "rev", "prof", "inc", "ltd", "co", "mt", "ft", "approx", "etc", "fig", "op",
+                  "sen", "rep", "gov", "capt", "sgt", "adm"}
+_PROSE_END = re.compile(r"[.!?][\"'”’)]*$")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)]*\s+(?=[A-Z\"“‘(\[])")
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+_NOT_A_SUBJECT = {  # "What is It?", "What was In 1990 it?": the subject must be a name
+    "it", "he", "she", "they", "this", "that", "these", "those", "there", "its", "his", "her", "their", "one", "each",
+    "some", "many", "most", "all", "both", "such", "what", "which", "who", "here", "in", "on", "at", "after", "before",
+    "during", "since", "for", "from", "by", "with", "as", "although", "while", "when", "however", "if", "because",
+    "but", "and", "today", "now", "then", "thus", "below", "following",
+}
+_CONNECTORS = {"of", "the", "de", "da", "del", "von", "van", "and", "for", "in", "on", "upon", "la", "le", "du"}
+_NAME = r"[A-Z][\w'’.-]*(?: (?:(?:de|da|del|von|van|of|upon|bin|ibn|al|e) )?[A-Z][\w'’.-]*){0,5}"  # capitalised words
+
+_MONTH = "|".join(_MONTHS[:12])
+_YEAR = re.compile(r"\b((?i:in|since|by|until|from|after|before|around|about))(?: (?:early|late|mid-?)?(?:" + _MONTH
+                   + r"))? ((?:1[0-9]|20)\d\d)\b(?![-–]\d)")
+_DATE = re.compile(r"\b([Oo]n) (\d{1,2} (?:" + _MONTH + r") \d{4}|(?:" + _MONTH + r") \d{1,2}, \d{4})\b")
+_PERCENT = re.compile(r"(?<![\d.,+±–−-])(?P<answer>\d+(?:\.\d+)?(?:%| percent))")
+_DEFINITION = re.compile(r"^(?P<subject>[A-Z][^,;:()]*?(?: \([^()]*\))?) (?P<verb>is|was|are|were) (?:a|an) "
+                         r"(?P<answer>[^,;:()]+?)"
+                         r"(?=[,;:(]|\.$| (?:that|which|who|whose|where|when|and is|and was)\b|$)")
+# not after $ (money), a sign (a negative number) or a dash, slash or dot (part of a range, date or longer number)
+_HOW_MANY = re.compile(r"(?<![$£€+±–−/.\w-])(?P<answer>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?) "
+                       r"(?P<unit>(?:[a-z]+ )?(?:[a-z]{3,}s|people|children|men|women))\b")
+# a name ends at punctuation or a function word: "by Japanese forces" names no one, "by Japan in 1942" does
+_NAME_END = (r"(?=[,.;:?!)]|$| (?:in|on|at|for|to|from|and|or|since|between|during|who|which|as|after|before|with|when"
+             r"|until|while|through|via|of|under|into|near|because)\b)")
+_BY_WHOM = re.compile(r"\b(?:is|was|were|are|been|being) (?:\w+ )?\w+(?:ed|en|wn|ht|ded) by (?P<answer>"
+                      + _NAME + ")" + _NAME_END)
+_WHERE = re.compile(r"\b(?:born|died|located|situated|buried|based|headquartered) in (?P<answer>"
+                    + _NAME + r"(?:, " + _NAME + ")?)" + _NAME_END)
+
+
+class Candidate(NamedTuple):
+    template: str
+    question: str
+    answer_start: int  # offset in the sentence
+    answer: str
+
+
+def split_sentences(paragraph: str) -> list[tuple[int, str]]:
+    """(offset, sentence) pairs that tile the paragraph, for templates that work on one sentence."""
+    sentences, start = [], 0
+    for m in _SENTENCE_END.finditer(paragraph):
+        last_word = paragraph[start:m.start()].rsplit(" ", 1)[-1].rstrip(".").lower()
+        if last_word in _ABBREVIATIONS or re.fullmatch(r"[a-z]", last_word):
+            continue
+        sentences.append((start, paragraph[start:m.end()].rstrip()))
+        start = m.end()
+    if paragraph[start:].strip():
+        sentences.append((start, paragraph[start:].rstrip()))
+    return sentences
+
+
+def _as_question(text: str) -> str:
+    text = text.strip().rstrip(".!;:, ")
+    return text[:1].upper() + text[1:] + "?"
+
+
+def _echo(sentence: str, span: tuple[int, int], phrase: str) -> str:
+    """The sentence with sentence[span] replaced by a question phrase, as a question."""
+    return _as_question(sentence[: span[0]] + phrase + sentence[span[1]:])
+
+
+def year_questions(sentence: str) -> Iterable[Candidate]:
+    for m in _YEAR.finditer(sentence):
+        yield Candidate("year", _echo(sentence, m.span(), m.group(1) + " what year"), m.start(2), m.group(2))
+
+
+def date_questions(sentence: str) -> Iterable[Candidate]:
+    for m in _DATE.finditer(sentence):
+        yield Candidate("date", _echo(sentence, m.span(), m.group(1) + " what date"), m.start(2), m.group(2))
+
+
+def definition_questions(sentence: str) -> Iterable[Candidate]:
+    m = _DEFINITION.match(sentence)
+    if not m:
+        return
+    subject = re.sub(r"\s*\([^()]*\)", "", m["subject"]).strip()
+    answer = m["answer"].rstrip()  # "a study of music (..." stops before the space too
+    names, answer_words = subject.split(), answer.split()
+    if not 1 <= len(names) <= 6 or names[0].lower() in _NOT_A_SUBJECT or not 1 <= len(answer_words) <= 10:
+        return
+    if not all(w[0].isupper() or w[0].isdigit() or w in _CONNECTORS for w in names):
+        return  # "The city is a ..." names nothing to ask about
+    subject = re.sub(r"^The ", "the ", subject)
+    yield Candidate("definition", f"What {m['verb']} {subject}?", m.start("answer"), answer)
+
+
+def how_many_questions(sentence: str) -> Iterable[Candidate]:
+    for m in _HOW_MANY.finditer(sentence):
+        if re.fullmatch(r"1[0-9]\d\d|20\d\d", m["answer"]):
+            continue  # a year ("1990 elections")
+        yield Candidate("how_many", _echo(sentence, (m.start(), m.start("unit")), "how many "), m.start(), m["answer"])
+
+
+def percentage_questions(sentence: str) -> Iterable[Candidate]:
+    for m in _PERCENT.finditer(sentence):
+        yield Candidate("percentage", _echo(sentence, m.span(), "what percentage"), m.start(), m["answer"])
+
+
+def _name(m: re.Match[str]) -> str | None:
+    """The capitalised name a pattern found; None for a month ("by January") or a possessive ("by Mirwais' son")."""
+    answer = m["answer"].rstrip(".")
+    if answer.split()[0] in _MONTHS or re.search(r"['’]s\b|['’]$", answer):
+        return None
+    return answer
+
+
+def by_whom_questions(sentence: str) -> Iterable[Candidate]:
+    for m in _BY_WHOM.finditer(sentence):
+        if answer := _name(m):
+            span = (m.start("answer"), m.start("answer") + len(answer))
+            yield Candidate("by_whom", _echo(sentence, span, "whom"), m.start("answer"), answer)
+
+
+def where_questions(sentence: str) -> Iterable[Candidate]:
+    for m in _WHERE.finditer(sentence):
+        if answer := _name(m):
+            span = (m.start("answer") - len("in "), m.start("answer") + len(answer))
+            yield Candidate("where", _echo(sentence, span, "where"), m.start("answer"), answer)
+
+
+TEMPLATES: dict[str, Callable[[str], Iterable[Candidate]]] = {
+    "year": year_questions, "date": date_questions, "definition": definition_questions,
+    "how_many": how_many_questions, "percentage": percentage_questions, "by_whom": by_whom_questions,
+    "where": where_questions,
+}
+
+
+def paragraph_candidates(paragraph: str) -> list[Candidate]:
+    """Every template match in the paragraph, with answer_start made paragraph-relative."""
+    found = []
+    for offset, sentence in split_sentences(paragraph):
+        if len(sentence.split()) > MAX_SENTENCE_WORDS or not _PROSE_END.search(sentence):
+            continue  # too long for a question, or list items run together (no full stop)
+        for template in TEMPLATES.values():
+            for c in template(sentence):
+                if c.answer.strip() and c.answer.lower() not in c.question.lower():
+                    found.append(c._replace(answer_start=offset + c.answer_start))
+    return found
+
+
+def eval_contexts() -> set[str]:
+    """The contexts of the hand-written evaluation set, which training must not see."""
+    with resources.files("minibert").joinpath("resources/wiki_qa_eval.json").open(encoding="utf-8") as f:
+        return {p["context"] for article in json.load(f)["data"] for p in article["paragraphs"]}
+
+
+def _rank(seed: int, text: str) -> str:
+    return hashlib.sha256(f"{seed}\x00{text}".encode()).hexdigest()
+
+
+def generate_qa(articles: Sequence[Any] | None = None, seed: int = QA_SEED, exclude: set[str] | None = None,
+                max_per_paragraph: int = MAX_PER_PARAGRAPH) -> dict[str, Any]:
+    """SQuAD v1.1 training questions from articles with .title and .paragraphs (default: the Wikipedia sample).
+
+    `exclude` holds contexts to leave out (default: the evaluation set's). See the module docstring for the procedure.
+    """
+    if articles is None:
+        from minibert.corpus import load_wikipedia_sample
+
+        articles = load_wikipedia_sample()
+    exclude = eval_contexts() if exclude is None else exclude
+    data, count = [], 0
+    for article in articles:
+        if "(disambiguation)" in article.title or article.title.startswith("List of"):
+            continue  # lists of links, not prose
+        paragraphs = []
+        for context in article.paragraphs:
+            if context in exclude:
+                continue
+            ranked = sorted(paragraph_candidates(context), key=lambda c: _rank(seed, c.question))
+            chosen = ranked[:max_per_paragraph]
+            qas = []
+            for c in sorted(chosen, key=lambda c: c.answer_start):
+                assert context[c.answer_start: c.answer_start + len(c.answer)] == c.answer, (context, c)
+                qas.append({"id": f"gen-{seed}-{count:05d}", "question": c.question, "template": c.template,
+                            "answers": [{"text": c.answer, "answer_start": c.answer_start}]})
+                count += 1
+            if qas:
+                paragraphs.append({"context": context, "qas": qas})
+        if paragraphs:
+            data.append({"title": article.title, "paragraphs": paragraphs})
+    return {"version": "1.1", "data": data}
+
+
+def template_counts(dataset: dict[str, Any]) -> Counter[str]:
+    """How many questions each template produced."""
+    return Counter(qa["template"] for a in dataset["data"] for p in a["paragraphs"] for qa in p["qas"])
