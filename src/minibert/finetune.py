@@ -22,7 +22,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -35,8 +35,8 @@ from minibert.pretrain import (
     EpochSampler,
     Schedule,
     StopSignals,
+    _add_fields,
     _arg,
-    _field_type,
     latest_checkpoint,
     make_optimizer,
     save_checkpoint,
@@ -126,7 +126,8 @@ def predict(model: nn.Module, features: list[dict], batch_size: int = 64) -> lis
     try:
         for i in range(0, len(features), batch_size):
             part = features[i:i + batch_size]
-            out = model(**collate(part))
+            inputs = {k: v for k, v in collate(part).items() if k in ("input_ids", "token_type_ids", "attention_mask")}
+            out = model(**inputs)  # no labels: the outputs only
             for j, f in enumerate(part):
                 n = len(f["input_ids"])  # drop the padding
                 if hasattr(out, "start_logits"):  # QA: (start, end) scores per position
@@ -190,10 +191,15 @@ def ner_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, f
 def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneConfig, answers: bool = True
                 ) -> list[dict]:
     """Question + context -> windows of max_seq_length (overlapping by doc_stride), each with its answer's first and
-    last piece (0, 0: `[CLS]`, when this window does not hold the answer, as in BERT's SQuAD code)."""
-    features = []
+    last piece (0, 0: `[CLS]`, when this window does not hold the answer, as in BERT's SQuAD code). A training
+    question too long to leave more than doc_stride pieces of context is left out, with a warning that counts them
+    (generated questions echo a whole sentence); a question to answer never is (prepare_qa_features says why)."""
+    features, skipped = [], 0
     for example in examples:
         answer = example["answers"][0] if answers else {"text": None, "answer_start": None}
+        if answers and len(tokenizer.tokenize(example["question"])) + 3 + cfg.doc_stride >= cfg.seq_length():
+            skipped += 1
+            continue
         for f in prepare_qa_features(tokenizer, example["question"], example["context"], cfg.seq_length(),
                                      cfg.doc_stride, answer["text"], answer["answer_start"]):
             feature = {key: f[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
@@ -202,6 +208,9 @@ def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneCon
             else:
                 feature.update(offsets=f["offsets"], context_mask=f["context_mask"])
             features.append(feature)
+    if skipped:
+        warnings.warn(f"{skipped} of {len(examples)} training questions left out: too long for max_seq_length="
+                      f"{cfg.seq_length()} with doc_stride={cfg.doc_stride}", stacklevel=2)
     return features
 
 
@@ -319,13 +328,14 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
     train_set = task.load("train")[:cfg.limit_train]
     dev_set, test_set = task.load("dev")[:cfg.limit_eval], task.load("test")[:cfg.limit_eval]
     step, history, elapsed, checkpoint = 0, [], 0.0, latest_checkpoint(out)
+    losses: list[float] = []  # the training losses of the epoch in flight
     if checkpoint is None:
         model, tokenizer, note = build_model(cfg)
     else:
         model = task.model_class.from_pretrained(checkpoint).train()
         tokenizer = BertTokenizer.from_pretrained(checkpoint)
         state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
-        step, history, elapsed = state["step"], state["history"], state["elapsed"]
+        step, history, elapsed, losses = state["step"], state["history"], state["elapsed"], state["epoch_losses"]
         note = f"resumed from {checkpoint} at step {step}"
     features = task.featurize(tokenizer, train_set, cfg)
     sampler = EpochSampler(len(features), cfg.batch_size, cfg.seed)
@@ -338,12 +348,11 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
     print(f"{cfg.task} from {init_name(cfg.init)} ({note}); {len(train_set):,} examples -> {len(features):,} "
           f"features, {cfg.epochs} epochs of {sampler.steps_per_epoch} steps, peak LR {cfg.learning_rate:g}")
     start = time.perf_counter() - elapsed
-    losses: list[float] = []
 
     def save() -> None:
         save_checkpoint(out / "checkpoint", model, optimizer, tokenizer,
                         {"step": step, "history": history, "elapsed": time.perf_counter() - start,
-                         "torch_rng": torch.get_rng_state()})
+                         "epoch_losses": losses, "torch_rng": torch.get_rng_state()})
 
     bar = tqdm(total=total, initial=step, disable=not progress, desc=f"{cfg.task} ({init_name(cfg.init)})")
     with StopSignals() as stop:
@@ -442,14 +451,7 @@ def plot_comparison(rows: list[dict]):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m minibert.finetune", description="Fine-tune a task head (or, "
                                      "with --compare, every task from every starting point).")
-    for f in fields(FinetuneConfig):
-        flag, kind = f.metadata["flag"] or "--" + f.name.replace("_", "-"), _field_type(f.type)
-        if kind is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
-                                help=f.metadata["help"])
-        else:
-            parser.add_argument(flag, dest=f.name, type=kind, default=f.default, metavar=kind.__name__.upper(),
-                                help=f.metadata["help"] + " (default: %(default)s)")
+    _add_fields(parser, FinetuneConfig)
     parser.add_argument("--compare", action="store_true", help="every task in --tasks from every start in --inits; "
                         "prints a table and writes comparison.json and comparison.png into runs/finetune")
     parser.add_argument("--tasks", default=",".join(TASKS), help="with --compare (default: %(default)s)")

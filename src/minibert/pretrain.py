@@ -452,11 +452,9 @@ def _field_type(annotation: str) -> type:
     return {"int": int, "float": float, "str": str, "bool": bool}[name]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line, made from PretrainConfig's fields: a new field is a new flag, with no second list."""
-    parser = argparse.ArgumentParser(prog="python -m minibert.pretrain", description="Pretrain a small BERT (MLM + "
-                                     "NSP) and resume it; give --steps or --minutes (or both).")
-    for f in fields(PretrainConfig):
+def _add_fields(parser: argparse.ArgumentParser, config_class: type) -> None:
+    """One flag per field of a config dataclass (its metadata: flag and help); chapter 08's FinetuneConfig too."""
+    for f in fields(config_class):
         flag, kind = f.metadata["flag"] or "--" + f.name.replace("_", "-"), _field_type(f.type)
         if kind is bool:
             parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
@@ -464,6 +462,13 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             parser.add_argument(flag, dest=f.name, type=kind, default=f.default, metavar=kind.__name__.upper(),
                                 help=f.metadata["help"] + " (default: %(default)s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line, made from PretrainConfig's fields: a new field is a new flag, with no second list."""
+    parser = argparse.ArgumentParser(prog="python -m minibert.pretrain", description="Pretrain a small BERT (MLM + "
+                                     "NSP) and resume it; give --steps or --minutes (or both).")
+    _add_fields(parser, PretrainConfig)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bz2
 import csv
+import functools
 import hashlib
 import html
 import importlib.util
@@ -271,8 +272,13 @@ def load_qa(split: str = "train", seed: int = SPLIT_SEED) -> list[dict[str, Any]
         return _questions(load_wiki_qa_eval())
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    chosen = seeded_split(_generated_paragraphs(), lambda p: p["context"], split, seed)
+    return _questions({"data": [{"paragraphs": chosen}]})
+
+
+@functools.lru_cache(maxsize=1)
+def _generated_paragraphs() -> list[dict[str, Any]]:
+    """The generated questions' paragraphs, made once per process (about 8 s: the corpus is parsed again)."""
     from minibert.qa_generation import generate_qa
 
-    paragraphs = [p for article in generate_qa()["data"] for p in article["paragraphs"]]
-    chosen = seeded_split(paragraphs, lambda p: p["context"], split, seed)
-    return _questions({"data": [{"paragraphs": chosen}]})
+    return [p for article in generate_qa()["data"] for p in article["paragraphs"]]

@@ -1,0 +1,313 @@
+"""Tests of minibert.finetune: features, collation, evaluation against an oracle model, position extension, model
+building, the loop (learning, checkpoints, bit-exact resume after Ctrl+C), the command line and the comparison.
+
+Sizes are tiny (a 1-layer, 32-wide BERT on the real vocabulary, tens of examples) so the file runs in about a minute
+on 2 cores; the real comparison is `make finetune-compare`, whose figures the README reports.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import max_diff
+
+import minibert.finetune as finetune
+from minibert.config import BertConfig
+from minibert.finetune import (FinetuneConfig, build_model, collate, compare, comparison_table, extend_positions,
+                               init_name, ner_evaluate, ner_features, plot_comparison, qa_answers, qa_evaluate,
+                               sentiment_evaluate, sentiment_features, train)
+from minibert.heads import BertForPreTraining
+from minibert.masking import IGNORE_INDEX
+from minibert.task_data import WNUT_LABELS, load_qa, load_wnut16
+from minibert.tasks import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
+from minibert.tokenization import BertTokenizer
+
+SMALL = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> BertTokenizer:
+    return BertTokenizer.from_pretrained()
+
+
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory, tokenizer) -> Path:
+    """A 'pretrained' checkpoint folder like chapter 06's: BertForPreTraining, its vocabulary, 16 positions only."""
+    folder = tmp_path_factory.mktemp("ours") / "checkpoint"
+    torch.manual_seed(0)
+    BertForPreTraining(BertConfig.tiny(vocab_size=len(tokenizer), max_position_embeddings=16, **SMALL)
+                       ).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def small(tmp_path: Path, **settings) -> FinetuneConfig:
+    base = dict(init="scratch", epochs=2, batch_size=8, max_seq_length=32, limit_train=32, limit_eval=16,
+                out_dir=str(tmp_path / "run"))
+    return FinetuneConfig(**{**base, **settings})
+
+
+@pytest.fixture(autouse=True)
+def small_scratch(monkeypatch):
+    """--init scratch without --like builds BertConfig.tiny(): make it 1 layer x 32 here."""
+    monkeypatch.setattr(finetune.BertConfig, "tiny", classmethod(
+        lambda cls, **kw: BertConfig(**{**dict(max_position_embeddings=128), **SMALL, **kw})))
+
+
+# --------------------------------------------------------------------------------------------- features
+
+
+def test_collate_pads_ids_with_0_and_piece_labels_with_minus_100():
+    batch = collate([{"input_ids": [101, 7, 102], "labels": [-100, 3, -100]}, {"input_ids": [101, 102], "labels":
+                                                                              [-100, -100]}])
+    assert batch["input_ids"].tolist() == [[101, 7, 102], [101, 102, 0]]
+    assert batch["labels"].tolist() == [[-100, 3, -100], [-100, -100, IGNORE_INDEX]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+    sentence = collate([{"input_ids": [101, 102], "labels": 1}, {"input_ids": [101, 5, 102], "labels": 0}])
+    assert sentence["labels"].tolist() == [1, 0] and sentence["labels"].shape == (2,)
+
+
+def test_sentiment_features_are_cls_text_sep_cut_to_the_length(tokenizer):
+    cfg = FinetuneConfig(max_seq_length=8)
+    long, short = sentiment_features(tokenizer, [("a " * 20 + "film", 1), ("Superb.", 0)], cfg)
+    assert tokenizer.convert_ids_to_tokens(long["input_ids"]) == ["[CLS]"] + ["a"] * 6 + ["[SEP]"]
+    assert tokenizer.convert_ids_to_tokens(short["input_ids"]) == ["[CLS]", "superb", ".", "[SEP]"]
+    assert (long["labels"], short["labels"]) == (1, 0)
+
+
+def test_ner_features_label_the_first_piece_of_each_word(tokenizer):
+    words, tags = ["unhappiness", "in", "New", "York"], ["O", "O", "B-geo-loc", "I-geo-loc"]
+    pieces = tokenizer.tokenize("unhappiness")
+    assert len(pieces) > 1, "the test needs a word split into several pieces"
+    (feature,) = ner_features(tokenizer, [(words, tags)], FinetuneConfig(max_seq_length=32))
+    ids = {t: WNUT_LABELS.index(t) for t in tags}
+    want = [-100, ids["O"], *[-100] * (len(pieces) - 1), ids["O"], ids["B-geo-loc"], ids["I-geo-loc"], -100]
+    assert feature["labels"] == want
+    (every,) = ner_features(tokenizer, [(words, tags)], FinetuneConfig(max_seq_length=32, label_all_pieces=True))
+    assert every["labels"] == [-100, *[ids["O"]] * len(pieces), ids["O"], ids["B-geo-loc"], ids["I-geo-loc"], -100]
+
+
+class Oracle(torch.nn.Module):
+    """A model that answers from a table: input ids (a tuple) -> the logits to return. Evaluation code must turn the
+    right logits into a perfect score, and logits that are wrong in a known way into a known score."""
+
+    def __init__(self, table: dict[tuple, torch.Tensor], kind: str):
+        super().__init__()
+        self.table, self.kind = table, kind
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
+        rows = []
+        for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True):
+            rows.append(self.table[tuple(ids[:sum(mask)])])
+        T = input_ids.shape[1]
+        padded = [torch.nn.functional.pad(r, (0, 0, 0, T - r.shape[0])) if r.dim() == 2 else r for r in rows]
+        out = torch.stack(padded)
+        if self.kind == "qa":
+            return type("QA", (), {"start_logits": out[..., 0], "end_logits": out[..., 1]})()
+        return type("Out", (), {"logits": out})()
+
+
+def _ner_oracle(tokenizer, examples, cfg, labels_of) -> Oracle:
+    table = {}
+    for f in ner_features(tokenizer, examples, cfg):
+        logits = torch.zeros(len(f["input_ids"]), len(WNUT_LABELS))
+        for position, label in enumerate(labels_of(f["labels"])):
+            logits[position, label] = 1.0
+        table[tuple(f["input_ids"])] = logits
+    return Oracle(table, "ner")
+
+
+def test_ner_evaluate_reads_the_first_piece_and_counts_entities(tokenizer):
+    examples = load_wnut16("dev")[:60]
+    cfg = FinetuneConfig(task="ner", max_seq_length=128)
+    gold = _ner_oracle(tokenizer, examples, cfg, lambda labels: [max(label, 0) for label in labels])  # -100 -> O
+    assert ner_evaluate(gold, tokenizer, examples, cfg) == {"entity_f1": 1.0, "precision": 1.0, "recall": 1.0}
+    # the gold tag at the first piece, a wrong one at the others: the word takes its first piece's tag
+    first_only = _ner_oracle(tokenizer, examples, FinetuneConfig(task="ner", max_seq_length=128, label_all_pieces=True),
+                             lambda labels: [max(label, 0) for label in labels])
+    assert ner_evaluate(first_only, tokenizer, examples, cfg)["entity_f1"] == 1.0
+    person = WNUT_LABELS.index("B-person")
+    wrong = _ner_oracle(tokenizer, examples, cfg, lambda labels: [person if label > 0 else 0 for label in labels])
+    assert ner_evaluate(wrong, tokenizer, examples, cfg)["precision"] < 0.5
+
+
+def test_ner_words_cut_off_by_the_length_are_tagged_o(tokenizer):
+    words, tags = ["we", "love", "New", "York"], ["O", "O", "B-geo-loc", "I-geo-loc"]
+    cfg = FinetuneConfig(task="ner", max_seq_length=5)  # [CLS] we love new [SEP]: "York" is cut
+    gold = _ner_oracle(tokenizer, [(words, tags)], cfg, lambda labels: [max(label, 0) for label in labels])
+    scores = ner_evaluate(gold, tokenizer, [(words, tags)], cfg)
+    assert scores == {"entity_f1": 0.0, "precision": 0.0, "recall": 0.0}, "New (B) alone is not the entity New York"
+
+
+def test_sentiment_evaluate_is_the_accuracy_of_the_argmax(tokenizer):
+    examples = [("good", 1), ("bad", 0), ("fine", 1), ("dull", 0)]
+    cfg = FinetuneConfig(max_seq_length=16)
+    table = {tuple(f["input_ids"]): torch.tensor([0.0, 1.0]) for f in sentiment_features(tokenizer, examples, cfg)}
+    assert sentiment_evaluate(Oracle(table, "cls"), tokenizer, examples, cfg) == {"accuracy": 0.5}
+
+
+def test_qa_answers_come_from_the_best_window_and_score_100_with_gold_spans(tokenizer):
+    examples = load_qa("test")[:30]
+    cfg = FinetuneConfig(task="qa", max_seq_length=64, doc_stride=16)  # short windows: long contexts have several
+    table, windows = {}, 0
+    for example in examples:
+        answer = example["answers"][0]
+        for f in finetune.prepare_qa_features(tokenizer, example["question"], example["context"], 64, 16,
+                                              answer["text"], answer["answer_start"]):
+            logits = torch.zeros(len(f["input_ids"]), 2)
+            if f["start_position"]:  # the window that holds the answer scores it highest
+                logits[f["start_position"], 0] = logits[f["end_position"], 1] = 5.0
+            table[tuple(f["input_ids"])] = logits
+            windows += 1
+    assert windows > 2 * len(examples), "the test needs contexts cut into several windows"
+    predictions = qa_answers(Oracle(table, "qa"), tokenizer, examples, cfg)
+    found = sum(predictions[e["id"]] == e["answers"][0]["text"] for e in examples)
+    assert found >= len(examples) - 2, f"{found} of {len(examples)} answers recovered: {predictions}"
+    assert qa_evaluate(Oracle(table, "qa"), tokenizer, examples, cfg)["exact_match"] >= 100 * (found / len(examples))
+
+
+# --------------------------------------------------------------------------------------------- models
+
+
+def test_extend_positions_repeats_the_learned_rows_and_keeps_short_inputs_unchanged(ours):
+    model = BertForSequenceClassification.from_pretrained(ours, num_labels=2).eval()
+    ids = torch.randint(1000, 2000, (2, 16))
+    before = model(ids).logits
+    learned = model.bert.embeddings.position_embeddings.weight.detach().clone()  # (16, H)
+    extend_positions(model, 40)
+    table = model.bert.embeddings.position_embeddings.weight
+    assert table.shape == (40, learned.shape[1]) and model.config.max_position_embeddings == 40
+    assert torch.equal(table[16:32], learned) and torch.equal(table[32:], learned[:8])
+    assert max_diff(model(ids).logits, before) == 0.0
+    assert model(torch.randint(1000, 2000, (2, 40))).logits.shape == (2, 2)
+
+
+@pytest.mark.parametrize("task, cls", [("sentiment", BertForSequenceClassification),
+                                       ("ner", BertForTokenClassification), ("qa", BertForQuestionAnswering)])
+def test_build_model_from_a_checkpoint_loads_the_body_and_says_what_is_new(ours, task, cls):
+    model, tokenizer, note = build_model(FinetuneConfig(task=task, init=str(ours), max_seq_length=24))
+    assert isinstance(model, cls) and model.training
+    pretrained = BertForPreTraining.from_pretrained(ours)
+    assert torch.equal(model.bert.encoder.layer[0].attention.self.query.weight,
+                       pretrained.bert.encoder.layer[0].attention.self.query.weight)
+    assert "new: " in note and ("qa_outputs" in note if task == "qa" else "classifier" in note)
+    assert "16 learned positions repeated to 24" in note
+    if task == "ner":
+        assert model.config.num_labels == 21 and model.config.id2label[1] == WNUT_LABELS[1]
+
+
+def test_scratch_like_a_checkpoint_takes_its_size_and_vocabulary_not_its_weights(ours):
+    model, tokenizer, _ = build_model(FinetuneConfig(init="scratch", like=str(ours), max_seq_length=24))
+    pretrained = BertForPreTraining.from_pretrained(ours)
+    assert model.config.hidden_size == 32 and model.config.max_position_embeddings == 24
+    assert len(tokenizer) == model.config.vocab_size
+    assert not torch.equal(model.bert.embeddings.word_embeddings.weight, pretrained.bert.embeddings.word_embeddings.weight)
+
+
+def test_a_checkpoint_with_another_tokenizer_is_refused(ours, tmp_path):
+    folder = tmp_path / "mismatch"
+    BertForPreTraining.from_pretrained(ours).save_pretrained(folder)
+    (folder / "vocab.txt").write_text("".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]))
+    with pytest.raises(ValueError, match="vocab.txt has 6 pieces but the model has 30,522 word embeddings"):
+        build_model(FinetuneConfig(init=str(folder)))
+    with pytest.raises(FileNotFoundError, match="make pretrain"):
+        build_model(FinetuneConfig(init=str(tmp_path / "nothing")))
+
+
+def test_init_names():
+    assert [init_name(i) for i in ("scratch", "minilm", "runs/tiny/checkpoint", "my/model")] == [
+        "scratch", "minilm", "tiny", "model"]
+
+
+# --------------------------------------------------------------------------------------------- the loop
+
+
+def test_a_run_evaluates_each_epoch_writes_a_checkpoint_and_the_result(tmp_path):
+    result = train(small(tmp_path, task="sentiment"), progress=False)
+    assert [h["epoch"] for h in result["history"]] == [1, 2] and result["steps"] == 2 * 32 // 8
+    assert all(0 <= h["accuracy"] <= 1 and math.isfinite(h["train_loss"]) for h in result["history"])
+    saved = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert saved["test"] == result["test"] and set(saved["test"]) == {"accuracy"}
+    loaded = BertForSequenceClassification.from_pretrained(tmp_path / "run" / "checkpoint")
+    assert loaded.config.id2label == {0: "rotten", 1: "fresh"}
+
+
+def test_fine_tuning_learns_its_training_set(tmp_path, tokenizer):
+    """A run that fits 32 snippets: accuracy on them goes from chance to (nearly) all right. A loop that never
+    updates, updates the wrong model or mixes up labels fails this."""
+    cfg = small(tmp_path, task="sentiment", epochs=12, learning_rate=1e-2, warmup_ratio=0.05)
+    examples = finetune.TASKS["sentiment"].load("train")[:32]
+    model, _, _ = build_model(cfg)
+    before = sentiment_evaluate(model, tokenizer, examples, cfg)["accuracy"]
+    train(cfg, progress=False)
+    trained = BertForSequenceClassification.from_pretrained(tmp_path / "run" / "checkpoint")
+    after = sentiment_evaluate(trained, tokenizer, examples, cfg)["accuracy"]
+    assert after >= 0.9 and after > before + 0.2, f"training accuracy {before:.2f} -> {after:.2f}"
+
+
+@pytest.mark.parametrize("task", ["ner", "qa"])
+def test_token_and_qa_runs_report_their_metrics(tmp_path, task):
+    result = train(small(tmp_path, task=task, epochs=1, limit_train=16, limit_eval=8,
+                         max_seq_length=96 if task == "qa" else 32, doc_stride=16), progress=False)
+    want = {"ner": {"entity_f1", "precision", "recall"}, "qa": {"exact_match", "f1"}}[task]
+    assert set(result["test"]) == want and result["metric"] in want
+
+
+def test_ctrl_c_stops_after_the_step_and_the_resumed_run_ends_bit_for_bit(tmp_path, monkeypatch):
+    straight = train(small(tmp_path / "a", task="sentiment"), progress=False)
+    real_forward = BertForSequenceClassification.forward
+    calls = {"n": 0}
+
+    def forward(self, *args, **kwargs):
+        if self.training:
+            calls["n"] += 1
+            if calls["n"] == 3:  # inside step 3, mid-epoch
+                os.kill(os.getpid(), signal.SIGINT)
+        return real_forward(self, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(BertForSequenceClassification, "forward", forward)
+        with pytest.raises(KeyboardInterrupt):
+            train(small(tmp_path / "b", task="sentiment"), progress=False)
+    state = torch.load(tmp_path / "b" / "run" / "checkpoint" / "trainer_state.pt", weights_only=False)
+    assert state["step"] == 3, "the step in flight finishes, then the checkpoint is written"
+    resumed = train(small(tmp_path / "b", task="sentiment"), progress=False)
+    a = BertForSequenceClassification.from_pretrained(tmp_path / "a" / "run" / "checkpoint").state_dict()
+    b = BertForSequenceClassification.from_pretrained(tmp_path / "b" / "run" / "checkpoint").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a), "the resumed run ends with the weights of the straight run"
+    assert resumed["history"] == [{**h, "seconds": r["seconds"]} for h, r in
+                                  zip(straight["history"], resumed["history"], strict=True)]
+    assert resumed["test"] == straight["test"]
+
+
+# --------------------------------------------------------------------------------------------- CLI, comparison
+
+
+def test_command_line_runs_a_task(tmp_path, capsys):
+    out = tmp_path / "cli"
+    code = finetune.main(["--task", "sentiment", "--init", "scratch", "--epochs", "1", "--batch-size", "8",
+                          "--seq-len", "32", "--limit-train", "16", "--limit-eval", "8", "--out", str(out),
+                          "--no-progress"])
+    assert code == 0 and (out / "result.json").exists()
+    assert "sentiment from scratch: test" in capsys.readouterr().out
+
+
+def test_compare_runs_every_start_and_tells_how_to_make_ours(tmp_path, ours):
+    with pytest.raises(FileNotFoundError, match="make pretrain"):
+        compare(("sentiment",), ("scratch", str(tmp_path / "missing" / "checkpoint")), out_root=str(tmp_path))
+    rows = compare(("sentiment",), ("scratch", str(ours)), out_root=str(tmp_path), progress=False, epochs=1,
+                   batch_size=8, max_seq_length=24, limit_train=16, limit_eval=8)
+    assert [(r["task"], r["init"]) for r in rows] == [("sentiment", "scratch"), ("sentiment", ours.parent.name)]
+    scratch = json.loads((tmp_path / "sentiment-scratch" / "finetune_config.json").read_text())
+    assert scratch["like"] == str(ours), "scratch takes the size and vocabulary of our checkpoint"
+    assert all(r["percent"] == 100 * r["test"]["accuracy"] and r["seconds"] > 0 for r in rows)
+    table = comparison_table(rows)
+    assert "scratch" in table and ours.parent.name in table and "accuracy" in table
+    fig = plot_comparison(rows)
+    assert len(fig.axes[0].patches) == 2
