@@ -19,9 +19,23 @@ from helpers import max_diff
 
 import minibert.finetune as finetune
 from minibert.config import BertConfig
-from minibert.finetune import (FinetuneConfig, build_model, collate, compare, comparison_table, extend_positions,
-                               init_name, ner_evaluate, ner_features, plot_comparison, qa_answers, qa_evaluate,
-                               sentiment_evaluate, sentiment_features, train)
+from minibert.finetune import (
+    FinetuneConfig,
+    build_model,
+    collate,
+    compare,
+    comparison_table,
+    extend_positions,
+    init_name,
+    ner_evaluate,
+    ner_features,
+    plot_comparison,
+    qa_answers,
+    qa_evaluate,
+    sentiment_evaluate,
+    sentiment_features,
+    train,
+)
 from minibert.heads import BertForPreTraining
 from minibert.masking import IGNORE_INDEX
 from minibert.task_data import WNUT_LABELS, load_qa, load_wnut16
@@ -207,7 +221,8 @@ def test_scratch_like_a_checkpoint_takes_its_size_and_vocabulary_not_its_weights
     pretrained = BertForPreTraining.from_pretrained(ours)
     assert model.config.hidden_size == 32 and model.config.max_position_embeddings == 24
     assert len(tokenizer) == model.config.vocab_size
-    assert not torch.equal(model.bert.embeddings.word_embeddings.weight, pretrained.bert.embeddings.word_embeddings.weight)
+    ours_words = pretrained.bert.embeddings.word_embeddings.weight
+    assert not torch.equal(model.bert.embeddings.word_embeddings.weight, ours_words)
 
 
 def test_a_checkpoint_with_another_tokenizer_is_refused(ours, tmp_path):
