@@ -48,11 +48,13 @@ MUTANTS = [
                 (_PRED, "pred.update((n, s, e) for _, s, e in bio_entities(p))")]),
     dict(exercise="entity-f1-solution", name="zero-over-zero-is-one",
          why="nothing predicted gives precision 1.0 (seqeval and conlleval give 0.0)",
-         edits=[("precision = correct / len(pred) if pred else 0.0", "precision = correct / len(pred) if pred else 1.0"),
+         edits=[("precision = correct / len(pred) if pred else 0.0",
+                 "precision = correct / len(pred) if pred else 1.0"),
                 ("recall = correct / len(gold) if gold else 0.0", "recall = correct / len(gold) if gold else 1.0")]),
     dict(exercise="entity-f1-solution", name="precision-recall-swapped",
          why="precision divides by the gold entities and recall by the predicted ones",
-         edits=[("precision = correct / len(pred) if pred else 0.0", "precision = correct / len(gold) if gold else 0.0"),
+         edits=[("precision = correct / len(pred) if pred else 0.0",
+                 "precision = correct / len(gold) if gold else 0.0"),
                 ("recall = correct / len(gold) if gold else 0.0", "recall = correct / len(pred) if pred else 0.0")]),
     dict(exercise="entity-f1-solution", name="macro-over-sentences",
          why="the average of per-sentence scores instead of counts over the corpus (micro)",
@@ -79,7 +81,8 @@ MUTANTS = [
     dict(exercise="squad-solution", name="unicode-punctuation-removed",
          why="every Unicode punctuation character removed (the official script keeps '–', '«', '’')",
          edits=[(_NORMALIZE, "import unicodedata\n"
-                             "    text = \"\".join(ch for ch in s.lower() if not unicodedata.category(ch).startswith(\"P\"))\n"
+                             "    text = \"\".join(ch for ch in s.lower()\n"
+                             "                   if not unicodedata.category(ch).startswith(\"P\"))\n"
                              "    return \" \".join(_ARTICLES.sub(\" \", text).split())")]),
     dict(exercise="squad-solution", name="articles-inside-words",
          why="a, an, the removed inside words too ('banana' -> 'b'), not only as whole words",
@@ -97,5 +100,6 @@ MUTANTS = [
     dict(exercise="squad-solution", name="empty-answers-match",
          why="two empty normalised answers score F1 1.0 (the official script gives 0.0)",
          edits=[("    if same == 0:\n        return 0.0\n",
-                 "    if not pred_tokens and not gold_tokens:\n        return 1.0\n    if same == 0:\n        return 0.0\n")]),
+                 "    if not pred_tokens and not gold_tokens:\n        return 1.0\n"
+                 "    if same == 0:\n        return 0.0\n")]),
 ]

@@ -1,3 +1,4 @@
+# Generated from notebook 08_finetuning.ipynb by minibert_course.export: edit the notebook, not this file.
 """Fine-tuning: one loop for the three task heads of chapter 07, on real data, from three starting points (chapter 08).
 
 Why one loop: the three tasks differ only in their examples, their head and their metric, so a task is three small
@@ -95,9 +96,6 @@ def init_name(init: str) -> str:
     """'scratch', 'minilm', or the run folder's name for a checkpoint folder (runs/tiny/checkpoint -> 'tiny')."""
     path = Path(init)
     return init if init in ("scratch", "minilm") else (path.parent.name if path.name == "checkpoint" else path.name)
-
-
-# ------------------------------------------------------------------------------------------------ the three tasks
 
 
 def collate(features: list[dict]) -> dict[str, torch.Tensor]:
@@ -257,9 +255,6 @@ TASKS = {
 }
 
 
-# ------------------------------------------------------------------------------------------------ the model
-
-
 def extend_positions(model: nn.Module, positions: int) -> None:
     """Give a model trained on short inputs `positions` position embeddings: the learned rows are repeated (row i
     starts as row i mod n), as Longformer initialised its 4,096 positions from RoBERTa's 512 (Beltagy et al. 2020).
@@ -306,9 +301,6 @@ def build_model(cfg: FinetuneConfig) -> tuple[nn.Module, BertTokenizer, str]:
                          f"{model.config.vocab_size:,} word embeddings: the tokenizer is not the checkpoint's; keep "
                          "the vocab.txt that was saved with the weights")
     return model.train(), tokenizer, note
-
-
-# ------------------------------------------------------------------------------------------------ the loop
 
 
 def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
@@ -386,8 +378,6 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
     return result
 
 
-# ------------------------------------------------------------------------------------------------ the comparison
-
 COMPARE_INITS = ("scratch", "runs/tiny/checkpoint", "minilm")
 
 
@@ -443,9 +433,6 @@ def plot_comparison(rows: list[dict]):
     ax.legend(title="first weights")
     fig.tight_layout()
     return fig
-
-
-# ------------------------------------------------------------------------------------------------ command line
 
 
 def build_parser() -> argparse.ArgumentParser:

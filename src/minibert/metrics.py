@@ -1,3 +1,4 @@
+# Generated from notebook 08_finetuning.ipynb by minibert_course.export: edit the notebook, not this file.
 """Fine-tuning metrics (chapter 08): accuracy, entity-level F1 as conlleval/seqeval count it, SQuAD v1.1 EM and F1.
 
 Why reimplement them: each is a few lines, and a student should see what "entity F1 = 0.45" or "EM = 60" counts.
@@ -14,8 +15,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# ----------------------------------------------------------------------------------------------- accuracy
-
 
 def accuracy(predictions: Sequence[int], labels: Sequence[int]) -> float:
     """The fraction of predictions equal to their label (0.0 to 1.0)."""
@@ -24,9 +23,6 @@ def accuracy(predictions: Sequence[int], labels: Sequence[int]) -> float:
     if not labels:
         raise ValueError("accuracy: no labels, the accuracy of nothing is undefined")
     return sum(int(p) == int(y) for p, y in zip(predictions, labels, strict=True)) / len(labels)
-
-
-# ----------------------------------------------------------------------------------------------- entity F1
 
 
 def bio_entities(tags: Sequence[str]) -> list[tuple[str, int, int]]:
@@ -78,8 +74,6 @@ def entity_f1(true_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequence[s
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
-# ----------------------------------------------------------------------------------------------- SQuAD v1.1
-
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)  # ASCII only, as the official script: "–", "’", "«" are kept
 
@@ -93,11 +87,6 @@ def normalize_answer(s: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
-def exact_match(prediction: str, ground_truth: str) -> bool:
-    """Equal after normalisation ("The Eiffel Tower." matches "eiffel tower"; "" matches "the")."""
-    return normalize_answer(prediction) == normalize_answer(ground_truth)
-
-
 def f1_score(prediction: str, ground_truth: str) -> float:
     """Token-overlap F1 of the normalised answers (a bag of words: order is ignored, repeats count)."""
     pred_tokens = normalize_answer(prediction).split()
@@ -107,6 +96,11 @@ def f1_score(prediction: str, ground_truth: str) -> float:
         return 0.0
     precision, recall = same / len(pred_tokens), same / len(gold_tokens)
     return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(prediction: str, ground_truth: str) -> bool:
+    """Equal after normalisation ("The Eiffel Tower." matches "eiffel tower"; "" matches "the")."""
+    return normalize_answer(prediction) == normalize_answer(ground_truth)
 
 
 def squad_scores(predictions: Mapping[str, str], dataset: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]:

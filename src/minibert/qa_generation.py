@@ -1,3 +1,4 @@
+# Generated from notebook 08_finetuning.ipynb by minibert_course.export: edit the notebook, not this file.
 """Extractive-QA training questions generated from the Wikipedia sample by templates (chapter 08).
 
 Why generate: no QA data set ships in a package, and the hand-written set (minibert/resources/wiki_qa_eval.json) is

@@ -1,3 +1,4 @@
+# Generated from notebook 08_finetuning.ipynb by minibert_course.export: edit the notebook, not this file.
 """Labelled data for fine-tuning (chapter 08): Rotten Tomatoes sentiment snippets and WNUT-16 tweets with entities.
 
 Why these two: both ship inside PyPI packages, so a student installs them offline-capable with pip and no data hub.
