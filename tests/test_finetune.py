@@ -313,6 +313,23 @@ def test_command_line_runs_a_task(tmp_path, capsys):
     assert "sentiment from scratch: test" in capsys.readouterr().out
 
 
+def test_compare_command_keeps_the_recipe_unless_a_flag_overrides_it(monkeypatch, tmp_path):
+    seen = {}
+    monkeypatch.setattr(finetune, "compare", lambda tasks, inits, progress, **given: seen.update(given) or [])
+    monkeypatch.setattr(finetune, "plot_comparison", lambda rows: type("F", (), {"savefig": lambda *a, **k: None})())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "finetune").mkdir(parents=True)
+    assert finetune.main(["--compare", "--batch-size", "16", "--no-progress"]) == 0
+    assert seen == {"batch_size": 16}, "only the flags given, so COMPARE_RECIPE's epochs and limits stay"
+
+
+def test_default_learning_rate_follows_the_width(tmp_path, ours, capsys):
+    train(small(tmp_path, task="sentiment", epochs=1, limit_train=16), progress=False)
+    assert "peak LR 0.001" in capsys.readouterr().out, "a 32-wide model gets 1e-3"
+    with pytest.raises(ValueError, match="fewer than 2 steps"):
+        train(small(tmp_path / "one", task="sentiment", epochs=1, limit_train=8), progress=False)
+
+
 def test_compare_runs_every_start_and_tells_how_to_make_ours(tmp_path, ours):
     with pytest.raises(FileNotFoundError, match="make pretrain"):
         compare(("sentiment",), ("scratch", str(tmp_path / "missing" / "checkpoint")), out_root=str(tmp_path))

@@ -71,7 +71,9 @@ class FinetuneConfig:
                                                          "bert-base-uncased's vocabulary)"))
     epochs: int = field(default=3, metadata=_arg("passes over the training set"))
     batch_size: int = field(default=32, metadata=_arg("examples (QA: windows) per step"))
-    learning_rate: float = field(default=1e-4, metadata=_arg("peak learning rate", "--lr"))
+    learning_rate: float | None = field(default=None, metadata=_arg("peak learning rate (default: 1e-4 for a model "
+                                                                     "256 or more wide, 1e-3 for a narrower one)",
+                                                                     "--lr"))
     warmup_ratio: float = field(default=0.1, metadata=_arg("share of the steps spent warming up"))
     weight_decay: float = field(default=0.01, metadata=_arg("AdamW weight decay (weight matrices only)"))
     max_grad_norm: float = field(default=1.0, metadata=_arg("clip the gradient norm to this"))
@@ -329,9 +331,14 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
         state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
         step, history, elapsed, losses = state["step"], state["history"], state["elapsed"], state["epoch_losses"]
         note = f"resumed from {checkpoint} at step {step}"
+    if cfg.learning_rate is None:  # small models take (and need) larger steps
+        cfg = replace(cfg, learning_rate=1e-4 if model.config.hidden_size >= 256 else 1e-3)
     features = task.featurize(tokenizer, train_set, cfg)
     sampler = EpochSampler(len(features), cfg.batch_size, cfg.seed)
     total = cfg.epochs * sampler.steps_per_epoch
+    if total < 2:
+        raise ValueError(f"{len(features)} training features in batches of {cfg.batch_size} for {cfg.epochs} epoch(s) "
+                         "make fewer than 2 steps: give more examples or epochs, or a smaller batch")
     schedule = Schedule.new(total, max(1, min(total - 1, round(cfg.warmup_ratio * total))))
     optimizer = make_optimizer(model, cfg)
     if checkpoint is not None:
@@ -379,12 +386,18 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
 
 
 COMPARE_INITS = ("scratch", "runs/tiny/checkpoint", "minilm")
+COMPARE_RECIPE = {  # per task, for every start: about 30 minutes on 2 cores in all, most of it for MiniLM
+    "sentiment": dict(limit_train=4000, epochs=2),
+    "ner": dict(epochs=3),  # all 1,837 training tweets
+    "qa": dict(limit_train=1000, epochs=2),  # questions (each one or more windows of 192 positions)
+}
 
 
 def compare(tasks: tuple[str, ...] = tuple(TASKS), inits: tuple[str, ...] = COMPARE_INITS,
             out_root: str = "runs/finetune", progress: bool = True, **settings) -> list[dict]:
-    """Every task from every starting point, with the same data, loop and settings. `scratch` takes the size and
-    vocabulary of the checkpoint folder among `inits` (ours), so scratch vs ours differ in the first weights only."""
+    """Every task from every starting point, with the same data, loop and settings (COMPARE_RECIPE per task, then
+    `settings` for all). `scratch` takes the size and vocabulary of the checkpoint folder among `inits` (ours), so
+    scratch vs ours differ in the first weights only."""
     ours = next((i for i in inits if i not in ("scratch", "minilm")), None)
     if ours and not (Path(ours) / "config.json").exists():
         raise FileNotFoundError(f"{ours} does not exist: run `make pretrain` first (about 10 minutes on 2 cores), "
@@ -393,7 +406,8 @@ def compare(tasks: tuple[str, ...] = tuple(TASKS), inits: tuple[str, ...] = COMP
     for task in tasks:
         for init in inits:
             cfg = FinetuneConfig(task=task, init=init, like=ours if init == "scratch" else None,
-                                 out_dir=f"{out_root}/{task}-{init_name(init)}", **settings)
+                                 out_dir=f"{out_root}/{task}-{init_name(init)}",
+                                 **{**COMPARE_RECIPE.get(task, {}), **settings})
             result = train(cfg, progress=progress)
             score = result["test"][result["metric"]]
             rows.append({"task": task, "init": init_name(init), "metric": result["metric"],
@@ -453,9 +467,10 @@ def main(argv: list[str] | None = None) -> int:
     comparing, tasks, inits = args.pop("compare"), args.pop("tasks").split(","), args.pop("inits").split(",")
     try:
         if comparing:
-            for key in ("task", "init", "out_dir", "like"):
-                args.pop(key)
-            rows = compare(tuple(tasks), tuple(inits), progress=progress, **args)
+            defaults = asdict(FinetuneConfig())
+            given = {k: v for k, v in args.items()  # flags given on the command line override COMPARE_RECIPE
+                     if v != defaults[k] and k not in ("task", "init", "out_dir", "like")}
+            rows = compare(tuple(tasks), tuple(inits), progress=progress, **given)
             root = Path("runs/finetune")
             (root / "comparison.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
             plot_comparison(rows).savefig(root / "comparison.png", dpi=120)

@@ -55,6 +55,8 @@ CHAPTERS = (
     Chapter("05", "data", ("data",), ("test_data.py",)),
     Chapter("06", "pretraining", ("heads", "pretrain"), ("test_heads.py", "test_pretrain.py")),
     Chapter("07", "task_heads", ("tasks",), ("test_tasks.py",)),
+    Chapter("08", "finetuning", ("metrics", "task_data", "qa_generation", "finetune"),
+            ("test_metrics.py", "test_task_data.py", "test_qa_generation.py", "test_finetune.py")),
 )
 PACKAGE_TESTS = tuple(t for c in CHAPTERS for t in c.tests)
 _STUB = re.compile(r"complete chapter (\d+) and run its export cell")
