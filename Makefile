@@ -23,7 +23,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain lint clean
+.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare lint clean
 
 $(STAMP): pyproject.toml data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -72,6 +72,9 @@ bench-submission: $(STAMP)  ## autograde one student's whole course (the solutio
 
 pretrain: $(STAMP)  ## chapter 06's tiny BERT, 6,000 steps into runs/tiny (about 10 min on 2 cores; run again: resumes)
 	$(BIN)/python -m minibert.pretrain --out runs/tiny --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000
+
+finetune-compare: $(STAMP)  ## chapter 08: every task from scratch / runs/tiny / MiniLM; table + chart in runs/finetune
+	$(BIN)/python -m minibert.finetune --compare
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -42,7 +42,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 # Jupyter refuses to run as root (containers, cloud notebooks) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test pretrain
+.PHONY: lab test pretrain finetune-compare
 $(STAMP): pyproject.toml data-requirements.txt
 \ttest -x $(BIN)/python || $(PYTHON) -m venv .venv
 \t$(BIN)/python -m pip install --quiet --upgrade pip
@@ -59,6 +59,9 @@ test: $(STAMP)  ## the package tests on your own src/minibert, then the certific
 
 pretrain: $(STAMP)  ## chapter 06's tiny BERT with your code, 6,000 steps into runs/tiny (about 10 min; again: resumes)
 \t$(BIN)/python -m minibert.pretrain --out runs/tiny --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000
+
+finetune-compare: $(STAMP)  ## chapter 08 with your code: every task from scratch / runs/tiny / MiniLM
+\t$(BIN)/python -m minibert.finetune --compare
 """
 
 KIT_CONFTEST = '''"""The package tests, run by `make test` on your own minibert (src/minibert of this kit)."""
@@ -128,6 +131,7 @@ monkeypatching a library, faking comparisons, ...) earns no points and is flagge
 .venv/bin/python -c "import minibert; print(minibert.__file__)"
 .venv/bin/python -m minibert.pretrain --help    # every setting of a pretraining run with your code
 make pretrain    # chapter 06's tiny BERT (runs/tiny, about 10 minutes on 2 cores); its fill-mask cell uses it
+make finetune-compare    # chapter 08's comparison with your code (after make pretrain; see the chapter for its time)
 ```
 
 Elsewhere: `pip install -e path/to/this/folder`.

@@ -222,17 +222,20 @@ def test_kit_make_test_runs_the_certifier(kit):
         assert (kit / "tests" / name).read_bytes() == (ROOT / "tests" / name).read_bytes()
 
 
-def test_kit_make_pretrain_is_the_courses_recipe(kit):
-    """Chapter 06's fill-mask cell reads runs/tiny/checkpoint, made by `make pretrain`: the kit's target runs the
-    student's package with the repository's recipe, and its run folder is not committed with the student's work."""
+@pytest.mark.parametrize("target, module", [("pretrain", "minibert.pretrain"),
+                                            ("finetune-compare", "minibert.finetune")])
+def test_kit_runs_the_courses_recipes(kit, target, module):
+    """Chapter 06's fill-mask cell reads runs/tiny/checkpoint (`make pretrain`), chapter 08's comparison cell
+    runs/finetune (`make finetune-compare`): the kit's targets run the student's package with the repository's
+    recipes, and the run folder is not committed with the student's work."""
     recipes = []
     for folder in (kit, ROOT):
-        run = subprocess.run(["make", "-n", "-o", ".venv/.installed", "pretrain"], cwd=folder, capture_output=True,
+        run = subprocess.run(["make", "-n", "-o", ".venv/.installed", target], cwd=folder, capture_output=True,
                              text=True, timeout=60)
         assert run.returncode == 0, run.stderr
-        recipes.append([line for line in run.stdout.splitlines() if "-m minibert.pretrain" in line])
-    assert len(recipes[0]) == 1 and "--out runs/tiny" in recipes[0][0], recipes[0]
-    assert recipes[0] == recipes[1], "the kit pretrains with the same command as the repository"
+        recipes.append([line for line in run.stdout.splitlines() if f"-m {module}" in line])
+    assert len(recipes[0]) == 1, recipes[0]
+    assert recipes[0] == recipes[1], f"the kit's make {target} runs the same command as the repository's"
     assert "runs/" in (kit / ".gitignore").read_text(encoding="utf-8").split()
 
 
