@@ -186,6 +186,36 @@ def test_qa_answers_come_from_the_best_window_and_score_100_with_gold_spans(toke
     assert qa_evaluate(Oracle(table, "qa"), tokenizer, examples, cfg)["exact_match"] >= 100 * (found / len(examples))
 
 
+def test_answer_question_gives_the_span_and_its_characters(tokenizer):
+    context = " ".join(f"Model {i} was released by Google in {1990 + i}." for i in range(12))  # several windows
+    question = "Which company released BERT?"
+    windows = finetune.prepare_qa_features(tokenizer, question, context, 48, 16)
+    assert len(windows) > 2
+    table = {}
+    for k, w in enumerate(windows):  # every window points at its first "google"; the third one scores highest
+        logits = torch.zeros(len(w["input_ids"]), 2)
+        at = w["input_ids"].index(tokenizer.vocab["google"])
+        logits[at, 0] = logits[at, 1] = 3.0 + (k == 2)
+        table[tuple(w["input_ids"])] = logits
+    got = finetune.answer_question(Oracle(table, "qa"), tokenizer, question, context, 48, 16)
+    assert got["text"] == "Google" and context[got["start"]:got["end"]] == "Google" and got["score"] == 8.0
+    at = windows[2]["input_ids"].index(tokenizer.vocab["google"])
+    assert got["start"] == windows[2]["offsets"][at][0], "the answer comes from the best window"
+
+
+def test_label_pieces_names_each_piece_with_the_model_labels(tokenizer):
+    text = "unhappiness in New York"
+    ids = tokenizer.convert_tokens_to_ids(["[CLS]", *tokenizer.tokenize(text), "[SEP]"])
+    logits = torch.zeros(len(ids), len(WNUT_LABELS))
+    logits[:, 0] = 1.0
+    logits[-3, WNUT_LABELS.index("B-geo-loc")] = logits[-2, WNUT_LABELS.index("I-geo-loc")] = 2.0
+    oracle = Oracle({tuple(ids): logits}, "ner")
+    oracle.config = BertConfig(id2label=dict(enumerate(WNUT_LABELS)))
+    got = finetune.label_pieces(oracle, tokenizer, text)
+    assert got == [(p, "O") for p in tokenizer.tokenize("unhappiness in")] + [("new", "B-geo-loc"),
+                                                                              ("york", "I-geo-loc")]
+
+
 # --------------------------------------------------------------------------------------------- models
 
 

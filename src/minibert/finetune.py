@@ -188,47 +188,56 @@ def ner_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, f
     return {"entity_f1": scores["f1"], "precision": scores["precision"], "recall": scores["recall"]}
 
 
-def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneConfig, answers: bool = True
-                ) -> list[dict]:
-    """Question + context -> windows of max_seq_length (overlapping by doc_stride), each with its answer's first and
-    last piece (0, 0: `[CLS]`, when this window does not hold the answer, as in BERT's SQuAD code). A training
+def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneConfig) -> list[dict]:
+    """Question + context -> training windows of max_seq_length (overlapping by doc_stride), each with its answer's
+    first and last piece (0, 0: `[CLS]`, when this window does not hold the answer, as in BERT's SQuAD code). A
     question too long to leave more than doc_stride pieces of context is left out, with a warning that counts them
-    (generated questions echo a whole sentence); a question to answer never is (prepare_qa_features says why)."""
+    (generated questions echo a whole sentence)."""
     features, skipped = [], 0
     for example in examples:
-        answer = example["answers"][0] if answers else {"text": None, "answer_start": None}
-        if answers and len(tokenizer.tokenize(example["question"])) + 3 + cfg.doc_stride >= cfg.seq_length():
+        answer = example["answers"][0]
+        if len(tokenizer.tokenize(example["question"])) + 3 + cfg.doc_stride >= cfg.seq_length():
             skipped += 1
             continue
         for f in prepare_qa_features(tokenizer, example["question"], example["context"], cfg.seq_length(),
                                      cfg.doc_stride, answer["text"], answer["answer_start"]):
-            feature = {key: f[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
-            if answers:
-                feature["start_positions"], feature["end_positions"] = f["start_position"], f["end_position"]
-            else:
-                feature.update(offsets=f["offsets"], context_mask=f["context_mask"])
-            features.append(feature)
+            features.append({"input_ids": f["input_ids"], "token_type_ids": f["token_type_ids"],
+                             "attention_mask": f["attention_mask"], "start_positions": f["start_position"],
+                             "end_positions": f["end_position"]})
     if skipped:
         warnings.warn(f"{skipped} of {len(examples)} training questions left out: too long for max_seq_length="
                       f"{cfg.seq_length()} with doc_stride={cfg.doc_stride}", stacklevel=2)
     return features
 
 
+def answer_question(model, tokenizer: BertTokenizer, question: str, context: str, max_seq_length: int = 192,
+                    doc_stride: int = 64) -> dict:
+    """The best answer span over all windows of the context (score = start logit + end logit, `best_span`): its text,
+    its character span in the context (start, end) and its score."""
+    windows = prepare_qa_features(tokenizer, question, context, max_seq_length, doc_stride)
+    outputs = predict(model, [{k: w[k] for k in ("input_ids", "token_type_ids", "attention_mask")} for w in windows])
+    best = {"text": "", "start": 0, "end": 0, "score": -math.inf}
+    for window, (start_logits, end_logits) in zip(windows, outputs, strict=True):
+        spans = best_span(start_logits, end_logits, torch.tensor(window["context_mask"]), n_best=1)
+        if spans and spans[0][2] > best["score"]:
+            start, end, score = spans[0]
+            first, last = window["offsets"][start][0], window["offsets"][end][1]
+            best = {"text": context[first:last], "start": first, "end": last, "score": score}
+    return best
+
+
 def qa_answers(model, tokenizer, examples: list[dict], cfg: FinetuneConfig) -> dict[str, str]:
-    """The answer text per question id: the best span (start + end score) over all windows of its context."""
-    predictions = {}
-    for example in examples:
-        windows = qa_features(tokenizer, [example], cfg, answers=False)
-        outputs = predict(model, [{k: w[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
-                                  for w in windows])
-        best = (-math.inf, "")
-        for window, (start_logits, end_logits) in zip(windows, outputs, strict=True):
-            spans = best_span(start_logits, end_logits, torch.tensor(window["context_mask"]), n_best=1)
-            if spans and spans[0][2] > best[0]:
-                start, end, score = spans[0]
-                best = (score, example["context"][window["offsets"][start][0]:window["offsets"][end][1]])
-        predictions[example["id"]] = best[1]
-    return predictions
+    """The answer text per question id."""
+    return {e["id"]: answer_question(model, tokenizer, e["question"], e["context"], cfg.seq_length(),
+                                     cfg.doc_stride)["text"] for e in examples}
+
+
+def label_pieces(model, tokenizer: BertTokenizer, text: str, max_seq_length: int = 128) -> list[tuple[str, str]]:
+    """(piece, predicted label) for each piece of `text` (cut to max_seq_length), from a token-classification
+    model whose config names its labels (id2label)."""
+    tokens = tokenizer.tokenize(text)[:max_seq_length - 2]
+    (logits,) = predict(model, [{"input_ids": tokenizer.convert_tokens_to_ids([CLS, *tokens, SEP])}])  # (T, C)
+    return [(t, model.config.id2label[int(i)]) for t, i in zip(tokens, logits[1:-1].argmax(-1), strict=True)]
 
 
 def qa_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, float]:
