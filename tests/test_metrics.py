@@ -1,13 +1,11 @@
-"""Tests of the metrics: entity F1 against seqeval 1.2.2, SQuAD scores against the official evaluate-v1.1.py."""
+"""Tests of the metrics: entity F1 against seqeval 1.2.2, SQuAD normalisation and scores on known cases (the comparison
+with the official evaluate-v1.1.py is in test_squad_official.py, which the student kit leaves out)."""
 
 from __future__ import annotations
 
 import json
 import random
-import re
-import string
 import warnings
-from collections import Counter
 from importlib import resources
 
 import pytest
@@ -140,53 +138,8 @@ def test_entity_f1_matches_seqeval():
 
 
 # ----------------------------------------------------------------------------------------------- SQuAD v1.1
-# The reference: the functions of the official evaluate-v1.1.py (Rajpurkar et al., 2016), transcribed verbatim.
-
-
-def _official_normalize_answer(s):
-    def remove_articles(text):
-        return re.sub(r"\b(a|an|the)\b", " ", text)
-
-    def white_space_fix(text):
-        return " ".join(text.split())
-
-    def remove_punc(text):
-        exclude = set(string.punctuation)
-        return "".join(ch for ch in text if ch not in exclude)
-
-    def lower(text):
-        return text.lower()
-
-    return white_space_fix(remove_articles(remove_punc(lower(s))))
-
-
-def _official_f1_score(prediction, ground_truth):
-    prediction_tokens = _official_normalize_answer(prediction).split()
-    ground_truth_tokens = _official_normalize_answer(ground_truth).split()
-    common = Counter(prediction_tokens) & Counter(ground_truth_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(prediction_tokens)
-    recall = 1.0 * num_same / len(ground_truth_tokens)
-    f1 = (2 * precision * recall) / (precision + recall)
-    return f1
-
-
-def _official_evaluate(dataset, predictions):
-    f1 = exact_match = total = 0
-    for article in dataset:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                total += 1
-                if qa["id"] not in predictions:
-                    continue
-                ground_truths = [x["text"] for x in qa["answers"]]
-                prediction = predictions[qa["id"]]
-                exact_match += max(_official_normalize_answer(prediction) == _official_normalize_answer(g)
-                                   for g in ground_truths)
-                f1 += max(_official_f1_score(prediction, g) for g in ground_truths)
-    return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
+# The comparison with the official evaluate-v1.1.py is in test_squad_official.py, which the student kit leaves
+# out: the official functions are the answer to chapter 08's exercise.
 
 
 @pytest.mark.parametrize(("text", "normal"), [
@@ -204,7 +157,7 @@ def _official_evaluate(dataset, predictions):
     ("1,000.5 km", "10005 km"),
 ])
 def test_normalize_answer_edge_cases(text, normal):
-    assert fm.normalize_answer(text) == normal == _official_normalize_answer(text)
+    assert fm.normalize_answer(text) == normal
 
 
 def test_exact_match_and_f1_edge_cases():
@@ -218,36 +171,15 @@ def test_exact_match_and_f1_edge_cases():
     assert not fm.exact_match("“Google”", "Google")  # curly quotes are not ASCII punctuation
 
 
-def test_metrics_equal_official_on_random_strings():
-    rng = random.Random(11)
-    alphabet = list("abcdeth ") + list(string.punctuation) + ["“", "”", "–", "é", "\u00a0", "\t", "A", "The "]
-    for _ in range(3_000):
-        a = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 15)))
-        b = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 15)))
-        assert fm.normalize_answer(a) == _official_normalize_answer(a)
-        assert fm.exact_match(a, b) == (_official_normalize_answer(a) == _official_normalize_answer(b))
-        assert fm.f1_score(a, b) == _official_f1_score(a, b)
-
-
 def _eval_set() -> dict:
     with resources.files("minibert").joinpath("resources/wiki_qa_eval.json").open(encoding="utf-8") as f:
         return json.load(f)
 
 
-def test_squad_scores_equal_official_evaluate_on_the_eval_set():
+def test_squad_scores_of_the_gold_answers_are_100():
     dataset = _eval_set()
-    qas = [qa for article in dataset["data"] for p in article["paragraphs"] for qa in p["qas"]]
-    rng = random.Random(3)
-    gold = {qa["id"]: qa["answers"][0]["text"] for qa in qas}
+    gold = {qa["id"]: qa["answers"][0]["text"] for a in dataset["data"] for p in a["paragraphs"] for qa in p["qas"]}
     assert fm.squad_scores(gold, dataset) == {"exact_match": 100.0, "f1": 100.0}
-    noisy = {}
-    for qa in qas:  # each prediction: right, padded, cut, wrong or empty
-        answer = qa["answers"][-1]["text"]
-        noisy[qa["id"]] = rng.choice([answer, "the " + answer + ".", answer.split()[0], "Paris", "", answer.upper()])
-    ours, official = fm.squad_scores(noisy, dataset), _official_evaluate(dataset["data"], noisy)
-    assert ours == pytest.approx(official, abs=1e-9)
-    assert 0 < ours["exact_match"] < ours["f1"] < 100
-    assert fm.squad_scores(noisy, dataset["data"]) == ours  # the "data" list works too
 
 
 def test_squad_scores_missing_predictions_score_zero_with_a_warning():

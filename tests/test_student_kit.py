@@ -218,6 +218,7 @@ def test_kit_make_test_runs_the_certifier(kit):
     from minibert_course.certify import PACKAGE_TESTS
 
     assert tests == {"conftest.py", "helpers.py", *PACKAGE_TESTS}, "the package tests, and only them"
+    assert "test_squad_official.py" not in tests, "the official SQuAD functions are chapter 08's answer"
     for name in PACKAGE_TESTS:  # the repo's own tests, unchanged
         assert (kit / "tests" / name).read_bytes() == (ROOT / "tests" / name).read_bytes()
 
