@@ -352,6 +352,21 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, min_frequency:
     )
     tokenizer.train_from_iterator(texts, trainer)
     tokenizer.decoder = decoders.WordPiece()
+    return in_stable_order(tokenizer)
+
+
+def in_stable_order(tokenizer):
+    """The same tokenizer with its pieces numbered in an order that depends on the pieces only: the special tokens
+    (ids 0-4), then the rest by length and spelling. Why: the trainer numbers pieces of equal frequency in the order
+    of a Rust hash map, which differs from process to process (tokenizers issue #1794): two runs would give the same
+    pieces under different ids, so the same seed would give different embedding rows and different weights.
+    The pieces, and so every tokenization as text, are unchanged."""
+    from tokenizers import models
+
+    vocab = tokenizer.get_vocab()
+    specials = [t for t in SPECIAL_TOKENS if t in vocab]
+    rest = sorted((t for t in vocab if t not in specials), key=lambda t: (len(t.removeprefix("##")), t))
+    tokenizer.model = models.WordPiece({t: i for i, t in enumerate([*specials, *rest])}, unk_token=UNK)
     return tokenizer
 
 
