@@ -70,7 +70,8 @@ def test_pretraining_check_rejects_a_loop_that_does_not_learn(monkeypatch):
     assert ok and "40 steps" in detail, detail
     import minibert.pretrain as pretrain
 
-    def no_update(model, optimizer, batch, lr, max_grad_norm, **forward):  # computes the loss, never moves a weight
+    def no_update(model, optimizer, batch, lr, max_grad_norm, micro_batches=1, precision="fp32", **forward):
+        # computes the loss, never moves a weight
         with torch.no_grad():
             return float(model(**batch, **forward).loss), 0.0
 

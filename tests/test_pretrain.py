@@ -162,7 +162,7 @@ def recorded_run(cfg: PretrainConfig, interrupt_at: int | None = None, signal_at
         send("forward", step)
         out = real_forward(self, *args, **kwargs)
         if point == "backward" and step == at:
-            out.loss.register_hook(lambda grad: send("backward", step))  # runs inside loss.backward()
+            out.mlm_loss.register_hook(lambda grad: send("backward", step))  # runs inside the backward pass
         return out
 
     def save_checkpoint(folder, model, optimizer, tokenizer, state):

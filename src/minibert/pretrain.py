@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import copy
 import json
 import math
+import os
 import shutil
 import signal
 import sys
@@ -27,10 +29,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 from minibert.config import BertConfig
 from minibert.data import NSPInstance, PretrainingCollator, create_nsp_instances, load_documents
 from minibert.heads import BertForPreTraining, masked_token_accuracy
+from minibert.masking import IGNORE_INDEX
 from minibert.tokenization import BertTokenizer, save_vocab, train_wordpiece
 
 
@@ -70,11 +75,27 @@ class PretrainConfig:
     num_hidden_layers: int = field(default=2, metadata=_arg("encoder layers L"))
     num_attention_heads: int = field(default=2, metadata=_arg("attention heads A"))
     intermediate_size: int = field(default=512, metadata=_arg("feed-forward width"))
+    hidden_dropout_prob: float = field(default=0.1, metadata=_arg("dropout after embeddings and sublayers",
+                                                                  "--dropout"))
+    attention_probs_dropout_prob: float = field(default=0.1, metadata=_arg("dropout on attention probabilities",
+                                                                           "--attention-dropout"))
+    max_position_embeddings: int | None = field(default=None, metadata=_arg(
+        "learned positions (default: --seq-len); a 128-position first phase given 512 here can be resumed with "
+        "--seq-len 512, as in BERT's recipe (chapter 09)", "--max-positions"))
+    gradient_accumulation_steps: int = field(default=1, metadata=_arg(
+        "split each batch into N micro-batches, one backward each: the same update in less memory", "--grad-accum"))
+    device: str = field(default="auto", metadata=_arg("'cpu', 'cuda', or 'auto' (the GPU when there is one; under "
+                                                      "torchrun, this process's GPU)"))
+    precision: str = field(default="fp32", metadata=_arg("'fp32', or 'bf16' (autocast: bf16 matrix products, fp32 "
+                                                         "weights and optimizer)"))
+    compile: bool = field(default=False, metadata=_arg("torch.compile the model for training"))
 
     def model_config(self, vocab_size: int) -> BertConfig:
-        return BertConfig.tiny(vocab_size=vocab_size, max_position_embeddings=self.max_seq_length,
-                               hidden_size=self.hidden_size, num_hidden_layers=self.num_hidden_layers,
-                               num_attention_heads=self.num_attention_heads, intermediate_size=self.intermediate_size)
+        return BertConfig.tiny(vocab_size=vocab_size, max_position_embeddings=self.max_position_embeddings or
+                               self.max_seq_length, hidden_size=self.hidden_size,
+                               num_hidden_layers=self.num_hidden_layers, num_attention_heads=self.num_attention_heads,
+                               intermediate_size=self.intermediate_size, hidden_dropout_prob=self.hidden_dropout_prob,
+                               attention_probs_dropout_prob=self.attention_probs_dropout_prob)
 
 
 def prepare(cfg: PretrainConfig, out: Path) -> tuple[BertTokenizer, list[NSPInstance], list[NSPInstance]]:
@@ -158,8 +179,19 @@ class Schedule:
         return Schedule(self.warmup, total, step - 1, self.factor(step - 1))
 
 
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """The precision of the forward pass: 'fp32', or 'bf16' autocast (matrix products in bfloat16, the weights, their
+    gradients and AdamW's moments stay fp32: chapter 09)."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    raise ValueError(f"precision {precision!r}: give 'fp32' or 'bf16'")
+
+
 @torch.no_grad()
-def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]) -> dict[str, float]:
+def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]],
+             precision: str = "fp32") -> dict[str, float]:
     """Loss, L_MLM, L_NSP, masked-token accuracy and NSP accuracy, averaged over fixed evaluation batches.
     The model is evaluated without dropout and left in the mode it was in."""
     was_training = model.training
@@ -167,7 +199,8 @@ def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]]) 
     sums = {"loss": 0.0, "mlm_loss": 0.0, "nsp_loss": 0.0, "mlm_accuracy": 0.0, "nsp_accuracy": 0.0}
     try:
         for batch in batches:
-            out = model(**batch, targets_only=True)
+            with autocast(batch["input_ids"].device, precision):
+                out = model(**batch, targets_only=True)
             targets = batch["labels"][batch["labels"] != -100]
             sums["loss"] += out.loss.item()
             sums["mlm_loss"] += out.mlm_loss.item()
@@ -209,23 +242,71 @@ def make_optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.A
     decay, no_decay = [], []
     for name, param in model.named_parameters():  # a tied matrix is listed once
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
+    fused = True if decay[0].is_cuda else None  # one kernel for the whole update on a GPU (chapter 09)
     return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.learning_rate)
+                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.learning_rate, fused=fused)
+
+
+def world() -> tuple[int, int]:
+    """(rank, number of processes): (0, 1) unless a process group is up (torchrun: `train` starts one)."""
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+def _all_reduce(values: list[float], op=None) -> list[float]:
+    """The sum (or `op`) of a few numbers over all processes; the numbers themselves in a single process."""
+    if not dist.is_initialized():
+        return values
+    backend_device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor(values, dtype=torch.float64, device=backend_device)
+    dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
+    return t.tolist()
+
+
+def loss_counts(batch: dict[str, torch.Tensor]) -> list[int]:
+    """What each term of the loss averages over, in this batch: pretraining has two terms (L_MLM over its targets,
+    L_NSP over its pairs); a task head one (token labels: the labelled pieces; otherwise the examples)."""
+    labels = batch.get("labels")
+    targets = int((labels != IGNORE_INDEX).sum()) if labels is not None and labels.dim() == 2 else None
+    if "next_sentence_label" in batch:
+        return [targets, len(batch["input_ids"])]
+    return [targets if targets is not None else len(batch["input_ids"])]
 
 
 def train_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float, max_grad_norm: float | None,
-               **forward) -> tuple[float, float]:
+               micro_batches: int = 1, precision: str = "fp32", **forward) -> tuple[float, float]:
     """One update: forward, backward, gradient clipping, AdamW at rate `lr`; `forward` holds extra arguments of the
     model's forward (pretraining: targets_only=True, MLM logits at the targets only; chapter 08's task heads: none).
-    Returns the loss and the gradient norm before clipping."""
+    Returns the loss of the whole batch (all processes) and the gradient norm before clipping.
+
+    Why the loss is rebuilt from counts: the batch may be split, into `micro_batches` pieces here and across the
+    processes of a DDP run (chapter 09). L_MLM is a mean over the batch's *targets*, and a piece with more targets
+    must weigh more: each piece's mean is weighted by its share of the whole batch's count (x the number of
+    processes, since DDP averages the gradients), so the update is the one the whole batch would give. With one
+    piece in one process every weight is exactly 1.0: the plain loss, bit for bit."""
     for group in optimizer.param_groups:
         group["lr"] = lr
-    out = model(**batch, **forward)
+    if not 1 <= micro_batches <= len(batch["input_ids"]):
+        raise ValueError(f"{micro_batches} micro-batches for a batch of {len(batch['input_ids'])} rows: give "
+                         "--grad-accum between 1 and the rows each process gets")
+    processes = world()[1]
+    splits = {key: value.tensor_split(micro_batches) for key, value in batch.items()}  # rows: (B, ...) -> pieces
+    pieces = [{key: splits[key][i] for key in batch} for i in range(micro_batches)]
+    totals = _all_reduce([sum(counts) for counts in zip(*(loss_counts(p) for p in pieces), strict=True)])
+    ddp = getattr(model, "_orig_mod", model)  # under torch.compile, the module it compiled
     optimizer.zero_grad(set_to_none=True)
-    out.loss.backward()
+    loss_value = 0.0
+    for i, piece in enumerate(pieces):
+        sync = i == len(pieces) - 1 or not isinstance(ddp, DistributedDataParallel)
+        with contextlib.nullcontext() if sync else ddp.no_sync(), autocast(piece["input_ids"].device, precision):
+            out = model(**piece, **forward)
+            means = [out.mlm_loss, out.nsp_loss] if getattr(out, "mlm_loss", None) is not None else [out.loss]
+            loss = sum(mean * (n * processes / total) for mean, n, total in zip(means, loss_counts(piece), totals,
+                                                                                 strict=True) if n)
+        loss.backward()
+        loss_value += loss.item() / processes
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm or math.inf)
     optimizer.step()
-    return out.loss.item(), float(norm)
+    return _all_reduce([loss_value])[0], float(norm)
 
 
 class StopSignals:
@@ -263,16 +344,36 @@ def seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[
     timed (it allocates)."""
     probe = copy.deepcopy(model).train()
     optimizer = make_optimizer(probe, cfg)
-    with torch.random.fork_rng(devices=[]):
-        train_step(probe, optimizer, make_batch(0), cfg.learning_rate, cfg.max_grad_norm, targets_only=True)
-        start = time.perf_counter()
-        for step in range(1, steps):
+    device = next(probe.parameters()).device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        for step in range(steps):
+            if step == 1:
+                start = time.perf_counter()
             train_step(probe, optimizer, make_batch(step), cfg.learning_rate, cfg.max_grad_norm,
-                       targets_only=True)
-        per_step = (time.perf_counter() - start) / (steps - 1)
+                       micro_batches=cfg.gradient_accumulation_steps, precision=cfg.precision, targets_only=True)
+        per_step = (time.perf_counter() - start) / (steps - 1)  # train_step ends with .item(): the GPU is done
         start = time.perf_counter()
-        evaluate(probe, eval_batches)
+        evaluate(probe, eval_batches, cfg.precision)
     return per_step + (time.perf_counter() - start) / cfg.eval_every
+
+
+def start_process(cfg: PretrainConfig) -> torch.device:
+    """This process's device; under torchrun (WORLD_SIZE > 1) also the process group that DDP averages gradients
+    over: NCCL between GPUs, gloo between CPU processes (how the tests run DDP without a GPU)."""
+    kind = ("cuda" if torch.cuda.is_available() else "cpu") if cfg.device == "auto" else cfg.device
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("--device cuda: PyTorch sees no GPU here (torch.cuda.is_available() is False); give "
+                             "--device cpu, or install a CUDA build of PyTorch")
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        torch.cuda.set_device(device)
+    elif kind == "cpu":
+        device = torch.device("cpu")
+    else:
+        raise ValueError(f"--device {cfg.device}: give 'cpu', 'cuda' or 'auto'")
+    if int(os.environ.get("WORLD_SIZE", 1)) > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return device
 
 
 def train(cfg: PretrainConfig, progress: bool = True) -> dict:
@@ -287,9 +388,20 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     if cfg.max_steps is None and cfg.max_minutes is None:
         raise ValueError("give max_steps or max_minutes (or both): the schedule must know where the run ends")
     out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "pretrain_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
+    device = start_process(cfg)
+    rank, processes = world()
+    lead = rank == 0  # the process that writes files and prints
+    if cfg.batch_size < processes * cfg.gradient_accumulation_steps:
+        raise ValueError(f"a batch of {cfg.batch_size} cannot be split into {processes} processes x "
+                         f"{cfg.gradient_accumulation_steps} micro-batches: give a larger --batch-size")
+    if lead:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "pretrain_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
+    if not lead:
+        dist.barrier()  # the first process trains and writes vocab.txt; the others read it
     tokenizer, train_set, eval_set = prepare(cfg, out)
+    if lead and processes > 1:
+        dist.barrier()
     torch.manual_seed(cfg.seed)
     model = BertForPreTraining(cfg.model_config(len(tokenizer)))
     step, history, elapsed, schedule = 0, [], 0.0, None
@@ -299,21 +411,36 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
         step, history, elapsed = state["step"], state["history"], state["elapsed"]
         schedule = Schedule(**state["schedule"]) if "schedule" in state else None
-    model.train()
+    elif processes > 1:  # the same first weights everywhere, then a dropout stream of each process's own
+        torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1))
+    if cfg.max_seq_length > model.config.max_position_embeddings:
+        raise ValueError(f"--seq-len {cfg.max_seq_length} but the model learned {model.config.max_position_embeddings}"
+                         " positions: start the run with --max-positions at least the longest phase's --seq-len")
+    model.to(device).train()
     optimizer = make_optimizer(model, cfg)
     if checkpoint is not None:
         optimizer.load_state_dict(state["optimizer"])
+    trained = model  # what the steps call: DDP around the model (several processes), compiled (--compile)
+    if processes > 1:
+        trained = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    if cfg.compile:
+        trained = torch.compile(trained)
     sampler = EpochSampler(len(train_set), cfg.batch_size, cfg.seed)
     collator = PretrainingCollator(tokenizer, whole_word_mask=cfg.whole_word_mask)
 
     def batch_for(step: int) -> dict[str, torch.Tensor]:
+        """This process's rows of the step's batch: every process collates the whole batch (the same pairs, the same
+        masks) and keeps its share, so N processes see what one process would see."""
         collator.generator = torch.Generator().manual_seed(cfg.seed * 7919 + step)  # the masks of this step
-        return collator([train_set[i] for i in sampler.indices(step)])
+        batch = collator([train_set[i] for i in sampler.indices(step)])
+        rows = len(batch["input_ids"])
+        mine = slice(rank * rows // processes, (rank + 1) * rows // processes)
+        return {key: value[mine].to(device, non_blocking=True) for key, value in batch.items()}
 
     eval_collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7),
                                        whole_word_mask=cfg.whole_word_mask)
-    eval_batches = [eval_collate(eval_set[i * cfg.batch_size:(i + 1) * cfg.batch_size])
-                    for i in range(min(cfg.eval_batches, max(1, len(eval_set) // cfg.batch_size)))]
+    eval_batches = [{k: v.to(device) for k, v in eval_collate(eval_set[i * cfg.batch_size:(i + 1) * cfg.batch_size])
+                     .items()} for i in range(min(cfg.eval_batches, max(1, len(eval_set) // cfg.batch_size)))]
 
     limit = cfg.max_minutes * 60 if cfg.max_minutes else math.inf
     if cfg.max_minutes is None:
@@ -322,32 +449,53 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         per_step = seconds_per_step(model, cfg, lambda s: batch_for(step + s), eval_batches)
         total = step + max(1, round((limit - elapsed) / per_step))
         total = min(total, cfg.max_steps) if cfg.max_steps else total
+        total = int(_all_reduce([total], dist.ReduceOp.MIN)[0])  # every process must stop at the same step
         how = f"{cfg.max_minutes:g} min at {per_step:.3f} s/step (measured), re-fitted to the speed as it runs"
     if schedule is None:
         schedule = Schedule.new(total, cfg.warmup_steps)
     elif total != schedule.total:
         schedule = schedule.refit(step, total)
-    print(f"schedule: peak LR {cfg.learning_rate:g}, warm-up {schedule.warmup} steps, linear decay to 0 at step "
-          f"{schedule.total} ({how}); starting at step {step}, LR {cfg.learning_rate * schedule.factor(step):.3g}")
-    if checkpoint is not None:
-        torch.set_rng_state(state["torch_rng"])  # dropout continues with the random stream it would have had
+    if lead:
+        print(f"schedule: peak LR {cfg.learning_rate:g}, warm-up {schedule.warmup} steps, linear decay to 0 at step "
+              f"{schedule.total} ({how}); starting at step {step}, LR {cfg.learning_rate * schedule.factor(step):.3g}"
+              + (f"; {processes} processes" if processes > 1 else ""))
+    if checkpoint is not None:  # dropout continues with the random stream it would have had
+        streams = state.get("rng_per_rank", [state])
+        if len(streams) == processes:
+            torch.set_rng_state(streams[rank]["torch_rng"])
+            if "cuda_rng" in streams[rank] and device.type == "cuda":
+                torch.cuda.set_rng_state(streams[rank]["cuda_rng"], device)
+        else:
+            torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1) + step)
+            if lead:
+                print(f"resumed with {processes} processes, saved with {len(streams)}: the data continues as it "
+                      "would have, dropout with new random streams")
     start = time.perf_counter() - elapsed
     recent = collections.deque([time.perf_counter()], maxlen=cfg.eval_every + 1)  # when the last steps ended
-    bar = tqdm(total=schedule.total, initial=step, disable=not progress, desc="pretraining")
+    bar = tqdm(total=schedule.total, initial=step, disable=not progress or not lead, desc="pretraining")
     saved = (step, len(history)) if checkpoint is not None else None  # what the checkpoint on disk holds
     loss_value, grad_norm = float("nan"), float("nan")
 
     def record() -> None:
         history.append({"step": step, "train_loss": loss_value, "grad_norm": grad_norm,
                         "lr": cfg.learning_rate * schedule.factor(step - 1), "seconds": time.perf_counter() - start,
-                        **evaluate(model, eval_batches)})
+                        **evaluate(model, eval_batches, cfg.precision)})
 
     def checkpoint_now() -> None:
         nonlocal saved
         if saved != (step, len(history)):
-            save_checkpoint(out / "checkpoint", model, optimizer, tokenizer,
-                            {"step": step, "history": history, "elapsed": time.perf_counter() - start,
-                             "schedule": asdict(schedule), "torch_rng": torch.get_rng_state()})
+            streams = [{"torch_rng": torch.get_rng_state(),
+                        **({"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {})}]
+            if processes > 1:  # each process's random state, so that each one's dropout resumes where it was
+                mine, streams = streams[0], [None] * processes
+                dist.all_gather_object(streams, mine)
+            if lead:
+                save_checkpoint(out / "checkpoint", model, optimizer, tokenizer,
+                                {"step": step, "history": history, "elapsed": time.perf_counter() - start,
+                                 "schedule": asdict(schedule), **streams[0],
+                                 **({"rng_per_rank": streams} if processes > 1 else {})})
+            if processes > 1:
+                dist.barrier()  # no process runs ahead of a checkpoint that is not on disk yet
             saved = (step, len(history))
 
     updating = False  # set when optimizer.step() begins: from then on the step in flight cannot be undone
@@ -359,15 +507,25 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     optimizer.register_step_pre_hook(update_begins)
     if cfg.eval_at_start and step == 0 and not history:  # a fresh run: the figures of the untrained model
         record()
+    def keep_going(stop: StopSignals) -> bool:
+        """Another step? Not if a signal came, the time is up or the schedule ends. Processes decide together: a
+        signal to one of them stops them all after the same step."""
+        signalled, time_up = _all_reduce([float(stop.received is not None),
+                                          float(time.perf_counter() - start >= limit)], dist.ReduceOp.MAX)
+        if signalled and stop.received is None:
+            stop.received = signal.SIGTERM  # another process was told to stop
+        return not signalled and not time_up and step < schedule.total
+
     with StopSignals() as stop:
-        while not stop.received and step < schedule.total and time.perf_counter() - start < limit:
+        while keep_going(stop):
             rng, updating = torch.get_rng_state(), False
             try:
-                loss_value, grad_norm = train_step(model, optimizer, batch_for(step),
+                loss_value, grad_norm = train_step(trained, optimizer, batch_for(step),
                                                    cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm,
-                                                   targets_only=True)
+                                                   micro_batches=cfg.gradient_accumulation_steps,
+                                                   precision=cfg.precision, targets_only=True)
             except KeyboardInterrupt:  # raised by code, not by our handler (e.g. training in another thread)
-                if updating:
+                if updating or processes > 1:
                     print(f"interrupted inside the update of step {step + 1}: the checkpoint on disk is kept")
                     raise
                 torch.set_rng_state(rng)  # forward or backward only: the weights are those of step `step`
@@ -384,6 +542,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
                 rate = (recent[-1] - recent[0]) / (len(recent) - 1)  # over the last eval_every steps, eval included
                 fitted = step + max(1, round((limit - (time.perf_counter() - start)) / rate))
                 fitted = min(fitted, cfg.max_steps) if cfg.max_steps else fitted
+                fitted = int(_all_reduce([fitted], dist.ReduceOp.MIN)[0])
                 if fitted != schedule.total:
                     schedule = schedule.refit(step, fitted)
                     bar.total = schedule.total
@@ -395,13 +554,15 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         checkpoint_now()
     if stop.received:
         name = signal.Signals(stop.received).name
-        print(f"{name}: stopped after step {step}; checkpoint saved in {out / 'checkpoint'}; run again to resume")
+        if lead:
+            print(f"{name}: stopped after step {step}; checkpoint saved in {out / 'checkpoint'}; run again to resume")
         if stop.received == signal.SIGINT:
             raise KeyboardInterrupt
         raise SystemExit(128 + stop.received)
     return {"step": step, "seconds": time.perf_counter() - start, "train_pairs": len(train_set),
             "final": history[-1], "history": history, "checkpoint": str(out / "checkpoint"),
-            "schedule": asdict(schedule), "final_lr": cfg.learning_rate * schedule.factor(step - 1)}
+            "schedule": asdict(schedule), "final_lr": cfg.learning_rate * schedule.factor(step - 1),
+            "device": str(device), "processes": processes}
 
 
 def plot_history(history: list[dict]):
@@ -484,6 +645,11 @@ def main(argv: list[str] | None = None) -> int:
         result = train(cfg, progress=progress)
     except KeyboardInterrupt:
         return 130
+    finally:
+        if dist.is_initialized():  # started by train under torchrun
+            dist.destroy_process_group()
+    if int(os.environ.get("RANK", 0)) != 0:  # under torchrun, the first process reports
+        return 0
     final = result["final"]
     print(f"step {result['step']} after {result['seconds'] / 60:.1f} min: masked-token accuracy "
           f"{final['mlm_accuracy']:.3f}, NSP accuracy {final['nsp_accuracy']:.3f}, loss {final['loss']:.3f} "

@@ -1,0 +1,194 @@
+"""The pretraining loop at scale, checked on CPU (chapter 09): gradient accumulation, DDP over several processes
+(gloo, started by the real `torchrun`), a DDP run killed with SIGKILL and resumed, and bf16 autocast.
+
+Why the comparisons are what they are: k micro-batches, or N processes with a share of the batch each, must give
+the update of the whole batch. L_MLM is a mean over the batch's targets, so a naive average of the pieces' means is a
+different number whenever the pieces hold different numbers of targets: `test_naive_accumulation_would_differ`
+shows that the setting below is one where it does. Dropout is off in the equivalence runs (each process has its own
+dropout stream by design); fp32 sums in another order differ in the last bits, hence the 1e-6 tolerance.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from minibert.checkpoint import load_state_dict
+from minibert.pretrain import PretrainConfig, train
+
+SETTING = {"--limit-documents": 12, "--vocab-size": 800, "--seq-len": 32, "--batch-size": 8, "--warmup": 2,
+           "--eval-every": 4, "--eval-batches": 1, "--checkpoint-every": 3, "--hidden-size": 32,
+           "--num-attention-heads": 2, "--intermediate-size": 64, "--dropout": 0.0, "--attention-dropout": 0.0,
+           "--device": "cpu"}
+
+
+FLAGS = {"gradient_accumulation_steps": "--grad-accum"}
+
+
+def flags(out: Path, steps: int, **extra) -> list[str]:
+    given = {**SETTING, "--out": out, "--steps": steps, **{FLAGS.get(k, "--" + k.replace("_", "-")): v
+                                                            for k, v in extra.items()}}
+    return [str(x) for item in given.items() for x in item] + ["--no-progress"]
+
+
+def config(out: Path, steps: int, **extra) -> PretrainConfig:
+    """The run that `python -m minibert.pretrain` would make of the same flags."""
+    from minibert.pretrain import build_parser
+
+    args = vars(build_parser().parse_args(flags(out, steps, **extra)))
+    args.pop("no_progress")
+    return PretrainConfig(**args)
+
+
+def weights(folder: Path) -> dict[str, torch.Tensor]:
+    return load_state_dict(folder / "checkpoint")
+
+
+def largest_difference(a: Path, b: Path) -> tuple[float, str]:
+    wa, wb = weights(a), weights(b)
+    assert set(wa) == set(wb)
+    diffs = {k: (wa[k] - wb[k]).abs().max().item() for k in wa}
+    worst = max(diffs, key=diffs.get)
+    return diffs[worst], worst
+
+
+def torchrun(nproc: int, args: list[str], script: str | None = None, **popen) -> subprocess.CompletedProcess:
+    """The real torchrun (torch.distributed.run), gloo between CPU processes on this machine."""
+    target = [script] if script else ["-m", "minibert.pretrain"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *target, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, **popen)
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    """The reference: one process, the whole batch of 8 in one piece, 8 steps."""
+    root = tmp_path_factory.mktemp("one")
+    proc = subprocess.run([sys.executable, "-m", "minibert.pretrain", *flags(root / "run", 8)],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root / "run"
+
+
+def test_gradient_accumulation_equals_one_batch_k_times_larger(one_process, tmp_path):
+    out = tmp_path / "accumulated"
+    out.mkdir()
+    (out / "vocab.txt").write_bytes((one_process / "vocab.txt").read_bytes())
+    result = train(config(out, 8, gradient_accumulation_steps=4), progress=False)  # 4 micro-batches of 2
+    assert result["step"] == 8
+    diff, where = largest_difference(one_process, out)
+    assert diff < 1e-6, f"4 micro-batches of 2 vs 1 batch of 8: weights differ by {diff:.3g} ({where})"
+    reference = torch.load(one_process / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    for ours, theirs in zip(result["history"], reference, strict=True):
+        assert ours["train_loss"] == pytest.approx(theirs["train_loss"], abs=1e-5), "the reported loss is the batch's"
+
+
+def test_naive_accumulation_would_differ(one_process, tmp_path, monkeypatch):
+    """The same run with each micro-batch's mean weighted 1/k (what `loss / k` gives) moves the weights elsewhere:
+    the equivalence above is not one that any accumulation would pass."""
+    import minibert.pretrain as pretrain
+
+    monkeypatch.setattr(pretrain, "loss_counts", lambda batch: [1, 1] if "next_sentence_label" in batch else [1])
+    out = tmp_path / "naive"
+    out.mkdir()
+    (out / "vocab.txt").write_bytes((one_process / "vocab.txt").read_bytes())
+    train(config(out, 8, gradient_accumulation_steps=4), progress=False)
+    diff, where = largest_difference(one_process, out)
+    assert diff > 1e-4, f"naive accumulation should differ, but only by {diff:.3g}"
+
+
+def test_too_many_micro_batches_is_explained(tmp_path):
+    with pytest.raises(ValueError, match="cannot be split into 1 processes x 16 micro-batches"):
+        train(config(tmp_path / "run", 4, gradient_accumulation_steps=16), progress=False)
+
+
+@pytest.fixture(scope="module")
+def two_processes(one_process, tmp_path_factory):
+    """The same 8 steps in 2 processes (torchrun, gloo): 4 rows each, the gradients averaged by DDP."""
+    out = tmp_path_factory.mktemp("two") / "run"
+    out.mkdir()
+    (out / "vocab.txt").write_bytes((one_process / "vocab.txt").read_bytes())
+    proc = torchrun(2, flags(out, 8))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "2 processes" in proc.stdout, proc.stdout
+    return out
+
+
+def test_two_ddp_processes_equal_one_process_on_the_same_global_batch(one_process, two_processes):
+    diff, where = largest_difference(one_process, two_processes)
+    assert diff < 1e-6, f"2 processes x 4 rows vs 1 process x 8 rows: weights differ by {diff:.3g} ({where})"
+    state = torch.load(two_processes / "checkpoint" / "trainer_state.pt", weights_only=False)
+    assert len(state["rng_per_rank"]) == 2, "each process's random state is saved"
+    reference = torch.load(one_process / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    assert [h["step"] for h in state["history"]] == [h["step"] for h in reference]
+    for ours, theirs in zip(state["history"], reference, strict=True):
+        assert ours["train_loss"] == pytest.approx(theirs["train_loss"], abs=1e-5)
+        assert ours["loss"] == pytest.approx(theirs["loss"], abs=1e-5)
+
+
+KILL_AFTER_CHECKPOINT = """
+import os, signal, sys
+from pathlib import Path
+from minibert import pretrain
+pids = Path(sys.argv[sys.argv.index("--out") + 1]) / "pids"
+pids.mkdir(exist_ok=True)
+(pids / os.environ["RANK"]).write_text(str(os.getpid()))
+real_save = pretrain.save_checkpoint
+def save(folder, model, optimizer, tokenizer, state):
+    real_save(folder, model, optimizer, tokenizer, state)
+    if state["step"] == 3:  # a whole checkpoint of step 3 is on disk: now the whole job dies at once
+        os.kill(os.getppid(), signal.SIGKILL)  # torchrun itself
+        for pid in sorted((int(f.read_text()) for f in pids.iterdir()), key=lambda p: p == os.getpid()):
+            os.kill(pid, signal.SIGKILL)  # every process, this one last
+pretrain.save_checkpoint = save
+sys.exit(pretrain.main(sys.argv[1:]))
+"""
+
+
+def test_ddp_run_killed_with_sigkill_resumes_and_continues_the_same_curve(two_processes, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "vocab.txt").write_bytes((two_processes / "vocab.txt").read_bytes())
+    script = tmp_path / "kill.py"
+    script.write_text(KILL_AFTER_CHECKPOINT, encoding="utf-8")
+    killed = torchrun(2, flags(out, 8), script=str(script))
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:] + killed.stderr[-2000:]
+    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    assert state["step"] == 3
+    resumed = torchrun(2, flags(out, 8))
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
+    assert "starting at step 3" in resumed.stdout, resumed.stdout
+    diff, where = largest_difference(two_processes, out)
+    assert diff == 0.0, f"killed at step 3 and resumed vs straight: weights differ by {diff:.3g} ({where})"
+    straight = torch.load(two_processes / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    again = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    def curve(history):
+        return [{k: v for k, v in h.items() if k != "seconds"} for h in history]  # all but the wall clock
+
+    assert curve(again) == curve(straight), "the resumed run's loss curve is the straight run's"
+
+
+def test_bf16_autocast_trains_with_fp32_weights(one_process, tmp_path):
+    out = tmp_path / "bf16"
+    out.mkdir()
+    (out / "vocab.txt").write_bytes((one_process / "vocab.txt").read_bytes())
+    result = train(config(out, 8, precision="bf16"), progress=False)
+    assert {v.dtype for v in weights(out).values()} == {torch.float32}, "master weights stay fp32"
+    reference = torch.load(one_process / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    first = result["history"][0]["train_loss"], reference[0]["train_loss"]
+    assert first[0] == pytest.approx(first[1], rel=0.02), f"bf16 vs fp32 loss after 4 steps: {first}"
+    assert first[0] != first[1], "bf16 autocast changed nothing: was it applied?"
+
+
+def test_unknown_precision_and_missing_gpu_are_explained(tmp_path):
+    with pytest.raises(ValueError, match="give 'fp32' or 'bf16'"):
+        train(config(tmp_path / "a", 4, precision="fp16"), progress=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no GPU"):
+            train(config(tmp_path / "b", 4, device="cuda"), progress=False)
