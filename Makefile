@@ -23,7 +23,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare lint clean
+.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare bench gpu-check lint clean
 
 $(STAMP): pyproject.toml data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -75,6 +75,12 @@ pretrain: $(STAMP)  ## chapter 06's tiny BERT, 6,000 steps into runs/tiny (about
 
 finetune-compare: $(STAMP)  ## chapter 08: every task from scratch / runs/tiny / MiniLM; table + chart in runs/finetune
 	$(BIN)/python -m minibert.finetune --compare
+
+bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at chapter 06's setting, on this CPU
+	$(BIN)/python -m minibert.bench --device cpu --config tiny --seq 32 --batch-size 64 --vocab-size 4000
+
+gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped and resumed
+	$(BIN)/python -m minibert.bench --gpu-check
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -92,3 +92,18 @@ def test_task_heads_check_gives_the_lecture_shapes_and_rejects_a_wrong_head(monk
     monkeypatch.setattr(BertForSequenceClassification, "forward", raw_cls_state)
     ok, short, detail = certify.certify_task_heads()
     assert not ok and "needs < 1e-4" in detail
+
+
+def test_flops_check_counts_the_students_model_and_rejects_a_forward_only_count(monkeypatch):
+    ok, short, detail = certify.certify_flops()
+    assert ok and "545.42 MFLOP per token" in detail, detail
+    import minibert.train as train
+
+    real = train.flops_per_token
+
+    def forward_only(config, seq_len, target_fraction=0.15):  # 2N + 4LHT: the backward pass forgotten
+        return real(config, seq_len, target_fraction) / 3
+
+    monkeypatch.setattr(train, "flops_per_token", forward_only)
+    ok, short, detail = certify.certify_flops()
+    assert not ok and "needs < 1e-6" in detail, detail

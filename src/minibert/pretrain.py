@@ -404,13 +404,14 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         dist.barrier()
     torch.manual_seed(cfg.seed)
     model = BertForPreTraining(cfg.model_config(len(tokenizer)))
-    step, history, elapsed, schedule = 0, [], 0.0, None
+    step, history, elapsed, schedule, tokens = 0, [], 0.0, None, 0  # tokens: positions trained on, padding included
     checkpoint = latest_checkpoint(out)
     if checkpoint is not None:
         model = BertForPreTraining.from_pretrained(checkpoint)
         state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
         step, history, elapsed = state["step"], state["history"], state["elapsed"]
         schedule = Schedule(**state["schedule"]) if "schedule" in state else None
+        tokens = state.get("tokens", 0)
     elif processes > 1:  # the same first weights everywhere, then a dropout stream of each process's own
         torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1))
     if cfg.max_seq_length > model.config.max_position_embeddings:
@@ -477,7 +478,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     loss_value, grad_norm = float("nan"), float("nan")
 
     def record() -> None:
-        history.append({"step": step, "train_loss": loss_value, "grad_norm": grad_norm,
+        history.append({"step": step, "tokens": tokens, "train_loss": loss_value, "grad_norm": grad_norm,
                         "lr": cfg.learning_rate * schedule.factor(step - 1), "seconds": time.perf_counter() - start,
                         **evaluate(model, eval_batches, cfg.precision)})
 
@@ -492,7 +493,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
             if lead:
                 save_checkpoint(out / "checkpoint", model, optimizer, tokenizer,
                                 {"step": step, "history": history, "elapsed": time.perf_counter() - start,
-                                 "schedule": asdict(schedule), **streams[0],
+                                 "schedule": asdict(schedule), "tokens": tokens, **streams[0],
                                  **({"rng_per_rank": streams} if processes > 1 else {})})
             if processes > 1:
                 dist.barrier()  # no process runs ahead of a checkpoint that is not on disk yet
@@ -519,8 +520,9 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     with StopSignals() as stop:
         while keep_going(stop):
             rng, updating = torch.get_rng_state(), False
+            batch = batch_for(step)
             try:
-                loss_value, grad_norm = train_step(trained, optimizer, batch_for(step),
+                loss_value, grad_norm = train_step(trained, optimizer, batch,
                                                    cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm,
                                                    micro_batches=cfg.gradient_accumulation_steps,
                                                    precision=cfg.precision, targets_only=True)
@@ -533,6 +535,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
                 print(f"interrupted during step {step + 1}: checkpoint of step {step} saved in {out / 'checkpoint'}")
                 raise
             step += 1
+            tokens += cfg.batch_size * batch["input_ids"].shape[1]  # the whole batch's rows, all processes
             bar.update(1)
             bar.set_postfix(loss=f"{loss_value:.3f}")
             if step % cfg.eval_every == 0:

@@ -57,6 +57,7 @@ CHAPTERS = (
     Chapter("07", "task_heads", ("tasks",), ("test_tasks.py",)),
     Chapter("08", "finetuning", ("metrics", "task_data", "qa_generation", "finetune"),
             ("test_metrics.py", "test_task_data.py", "test_qa_generation.py", "test_finetune.py")),
+    Chapter("09", "base_pretraining", ("train", "bench"), ("test_train.py", "test_scaling.py")),
 )
 PACKAGE_TESTS = tuple(t for c in CHAPTERS for t in c.tests)
 _STUB = re.compile(r"complete chapter (\d+) and run its export cell")
@@ -274,6 +275,36 @@ def certify_task_heads() -> tuple[bool, str, str]:
         + ("" if ok else "; needs < 1e-4"))
 
 
+def certify_flops() -> tuple[bool, str, str]:
+    import torch
+
+    from minibert.config import BertConfig
+    from minibert.heads import BertForPreTraining
+    from minibert.train import flops_per_token, mfu
+
+    worst = 0.0
+    for size, seq in (("base", 128), ("large", 512)):
+        config = getattr(BertConfig, size)()
+        with torch.device("meta"):  # your model's matrices, counted by where they run
+            model = BertForPreTraining(config)
+        runs = {"position": 0, "target": 0, "sequence": 0}
+        for name, module in model.named_modules():
+            if isinstance(module, torch.nn.Linear):
+                where = ("position" if ".encoder." in name else "target" if name.startswith("cls.predictions")
+                         else "sequence")
+                runs[where] += module.weight.numel()
+        want = 6 * (runs["position"] + 0.15 * runs["target"] + runs["sequence"] / seq) \
+            + 12 * config.num_hidden_layers * config.hidden_size * seq
+        worst = max(worst, abs(flops_per_token(config, seq) - want) / want)
+    mfu_right = mfu(1000.0, 5e8, 1e12) == 0.5 and mfu(1.0, 1.0, None) is None
+    base = flops_per_token(BertConfig.base(), 128)
+    ok = worst < 1e-6 and mfu_right
+    return ok, f"Base {base / 1e6:.1f} MFLOP/token", (
+        f"flops_per_token: BERT-Base at 128 positions {base / 1e6:.2f} MFLOP per token; Base (128) and Large (512) vs "
+        f"the matrices of BertForPreTraining counted on the meta device: relative difference {worst:.1e}"
+        + ("" if worst < 1e-6 else " (needs < 1e-6)") + f"; mfu {'right' if mfu_right else 'wrong'}")
+
+
 CERTIFICATE: dict[str, tuple[Callable[[], tuple[bool, str, str]], tuple[str, ...]]] = {
     # chapter -> (check, the chapters whose code it runs)
     "01": (certify_tokenizer, ("01",)),
@@ -281,6 +312,7 @@ CERTIFICATE: dict[str, tuple[Callable[[], tuple[bool, str, str]], tuple[str, ...
     "04": (certify_quiz, ("04",)),
     "06": (certify_pretraining, ("01", "02", "03", "04", "05", "06")),
     "07": (certify_task_heads, ("03", "07")),
+    "09": (certify_flops, ("03", "06", "09")),
 }
 
 

@@ -1,0 +1,285 @@
+# Generated from notebook 09_base_pretraining.ipynb by minibert_course.export: edit the notebook, not this file.
+"""A training-speed benchmark: minibert vs `transformers.BertForPreTraining`, the same model in one process
+(chapter 09).
+
+Why in one process, alternating: two runs in two processes meet different machine states (other jobs, clocks,
+caches); rounds of minibert and transformers taken in turn, after a warm-up of both, see the same ones.
+Why the same weights and a loss check first: the comparison is only fair if both compute the same function: the
+transformers model is loaded from minibert's state dict and, without dropout, must give the same loss on the same
+batch before anything is timed.
+Why padded batches with 15% targets: that is what pretraining feeds the models (chapter 05 pads pairs to the longest
+in the batch; chapter 04 picks the targets); a benchmark on full rows of random ids would measure another workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from minibert.config import BertConfig
+from minibert.heads import BertForPreTraining
+from minibert.masking import mask_tokens
+from minibert.pretrain import autocast
+from minibert.train import flops_per_token, mfu, peak_flops
+
+CONFIGS = {  # L, H, A, F: the course's tiny model, BERT-Small (Turc et al., 2019) and BERT-Base
+    "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
+    "small": dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
+    "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
+}
+
+
+def pretraining_batch(batch_size: int, seq_len: int, vocab_size: int, generator: torch.Generator,
+                      full_share: float = 0.6) -> dict[str, torch.Tensor]:
+    """A batch shaped like chapter 05's: [CLS] A [SEP] B [SEP] pairs, `full_share` of them filling all seq_len
+    positions and the rest shorter (padding ~20% of positions), 15% of the real pieces as MLM targets (80/10/10),
+    NSP labels half and half."""
+    rows = torch.rand(batch_size, generator=generator) < full_share
+    lengths = torch.where(rows, seq_len, torch.randint(8, seq_len + 1, (batch_size,), generator=generator))
+    input_ids = torch.randint(5, vocab_size, (batch_size, seq_len), generator=generator)
+    positions = torch.arange(seq_len)
+    attention_mask = (positions < lengths[:, None]).long()  # (B, T)
+    first_b = lengths // 2
+    token_type_ids = ((positions >= first_b[:, None]) & attention_mask.bool()).long()
+    special = (positions == 0) | (positions == (first_b - 1)[:, None]) | (positions == (lengths - 1)[:, None])
+    input_ids = torch.where(special, 3, input_ids)  # [SEP] at the ends of A and B, [CLS] first
+    input_ids[:, 0] = 2
+    input_ids = input_ids * attention_mask  # [PAD] = 0
+    inputs, labels = mask_tokens(input_ids, special | ~attention_mask.bool(), vocab_size=vocab_size,
+                                 mask_token_id=4, generator=generator, mode="fixed")
+    return {"input_ids": inputs, "attention_mask": attention_mask, "token_type_ids": token_type_ids,
+            "labels": labels, "next_sentence_label": torch.randint(0, 2, (batch_size,), generator=generator)}
+
+
+def models(config: BertConfig, device: torch.device, seed: int = 0):
+    """(minibert, transformers) BertForPreTraining with the same weights, on `device`, in training mode."""
+    import transformers
+
+    torch.manual_seed(seed)
+    ours = BertForPreTraining(config)
+    hf_config = transformers.BertConfig(**config.to_dict(), attn_implementation="sdpa")
+    theirs = transformers.BertForPreTraining(hf_config)
+    missing, unexpected = theirs.load_state_dict(ours.state_dict(), strict=False)
+    if unexpected or [k for k in missing if not k.endswith("position_ids")]:
+        raise RuntimeError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
+    theirs.tie_weights()
+    return ours.to(device).train(), theirs.to(device).train()
+
+
+def train_step_fn(model, optimizer, precision: str, ours: bool):
+    """One optimizer step of `model` on a batch: minibert's as chapter 06 runs it (vocabulary logits at the targets
+    only), transformers' as its Trainer would (logits at every position)."""
+
+    def step(batch: dict[str, torch.Tensor]) -> float:
+        with autocast(batch["input_ids"].device, precision):
+            out = model(**batch, targets_only=True) if ours else model(**batch)
+        out.loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return out.loss.item()  # waits for the device: the step is done
+
+    return step
+
+
+def same_loss(ours, theirs, batch: dict[str, torch.Tensor]) -> float:
+    """|loss difference| of the two models on `batch`, without dropout, in fp32."""
+    with torch.no_grad():
+        ours.eval(), theirs.eval()
+        difference = abs(ours(**batch, targets_only=True).loss.item() - theirs(**batch).loss.item())
+        ours.train(), theirs.train()
+    return difference
+
+
+def run(device: str = "cpu", config: str = "tiny", seq: int = 128, batch_size: int = 32, vocab_size: int = 30522,
+        precision: str | None = None, rounds: int = 5, steps_per_round: int = 3, warmup: int = 2,
+        compile: bool = False, peak_tflops: float | None = None, seed: int = 0) -> dict:
+    """Measure both models; the figures as a dict (also what --json writes)."""
+    device = torch.device(device)
+    precision = precision or ("bf16" if device.type == "cuda" else "fp32")
+    cfg = BertConfig(**CONFIGS[config], vocab_size=vocab_size, max_position_embeddings=max(512, seq))
+    ours, theirs = models(cfg, device, seed)
+    generator = torch.Generator().manual_seed(seed)
+    batches = [{k: v.to(device) for k, v in pretraining_batch(batch_size, seq, vocab_size, generator).items()}
+               for _ in range(4)]
+    difference = same_loss(ours, theirs, batches[0])
+    if difference > 1e-3:
+        raise RuntimeError(f"minibert and transformers give losses {difference:.3g} apart on the same batch: "
+                           "the benchmark would compare two different models")
+    fused = True if device.type == "cuda" else None
+    steps = {}
+    for name, model in (("minibert", ours), ("transformers", theirs)):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
+        trained = torch.compile(model) if compile else model
+        steps[name] = train_step_fn(trained, optimizer, precision, ours=name == "minibert")
+    times = {name: [] for name in steps}
+    memory = dict.fromkeys(steps, None)
+    for round_ in range(warmup + rounds):
+        for name, step in steps.items():  # in turn: both meet the same machine state
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            start = time.perf_counter()
+            for i in range(steps_per_round):
+                step(batches[(round_ * steps_per_round + i) % len(batches)])
+            if round_ >= warmup:
+                times[name].append((time.perf_counter() - start) / steps_per_round)
+            if device.type == "cuda":
+                memory[name] = max(memory[name] or 0, torch.cuda.max_memory_allocated(device) / 2**30)
+    tokens = batch_size * seq  # positions per step, padding included: both models compute them
+    padding = 1 - sum(b["attention_mask"].sum().item() for b in batches) / (len(batches) * tokens)
+    per_token = flops_per_token(cfg, seq)
+    peak = peak_flops(device, peak_tflops)
+    figures = {}
+    for name, seconds in times.items():
+        rate = tokens / statistics.median(seconds)
+        figures[name] = {"tokens_per_second": rate, "seconds_per_step": statistics.median(seconds),
+                         "mfu": mfu(rate, per_token, peak), "peak_memory_gib": memory[name]}
+    return {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            "torch_threads": torch.get_num_threads(), "config": config, "layers": cfg.num_hidden_layers,
+            "hidden": cfg.hidden_size, "vocab_size": vocab_size, "seq": seq, "batch_size": batch_size,
+            "precision": precision, "compile": compile, "padding_share": padding,
+            "gflops_per_token": per_token / 1e9, "peak_tflops": peak / 1e12 if peak else None,
+            "loss_difference": difference, "rounds": rounds, "steps_per_round": steps_per_round,
+            **figures, "speedup": figures["minibert"]["tokens_per_second"] /
+            figures["transformers"]["tokens_per_second"]}
+
+
+def report(r: dict) -> str:
+    lines = [f"{r['config']} ({r['layers']} layers x {r['hidden']}, {r['vocab_size']:,} pieces) on {r['device']}, "
+             f"batch {r['batch_size']} x {r['seq']} positions ({r['padding_share']:.0%} padding), {r['precision']}"
+             f"{', compiled' if r['compile'] else ''}; same loss to {r['loss_difference']:.1e}",
+             f"{'':<14}{'tokens/s':>12}{'s/step':>10}{'MFU':>8}{'peak mem':>10}"]
+    for name in ("minibert", "transformers"):
+        f = r[name]
+        used = f"{f['mfu']:.1%}" if f["mfu"] is not None else "n/a"
+        mem = f"{f['peak_memory_gib']:.1f} GiB" if f["peak_memory_gib"] is not None else "n/a"
+        lines.append(f"{name:<14}{f['tokens_per_second']:>12,.0f}{f['seconds_per_step']:>10.4f}{used:>8}{mem:>10}")
+    lines.append(f"minibert / transformers: {r['speedup']:.2f}x ({r['gflops_per_token']:.3f} GFLOP per token)")
+    return "\n".join(lines)
+
+
+GPU_CHECK_PRETRAIN = ["--device", "cuda", "--precision", "bf16", "--seq-len", "128", "--batch-size", "64",
+                      "--vocab-size", "8000", "--lr", "2e-4", "--warmup", "30", "--eval-every", "50",
+                      "--eval-batches", "4", "--checkpoint-every", "100", "--no-progress"]
+
+
+def export_corpus(folder: Path) -> Path:
+    """The Wikipedia sample as one .txt per article, paragraphs separated by blank lines: the corpus of the GPU check
+    on a machine without gensim and mwparserfromhell (give the folder to --corpus there)."""
+    from minibert.corpus import load_wikipedia_sample
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, article in enumerate(load_wikipedia_sample()):
+        (folder / f"{i:03d}.txt").write_text("\n\n".join(article.paragraphs) + "\n", encoding="utf-8")
+    return folder
+
+
+def gpu_check(out: Path = Path("runs/gpu-check"), corpus: str = "wikipedia", steps: int = 300, device: str = "cuda",
+              config: str = "base", shapes: tuple = ((128, 128), (512, 32)), pretrain_flags: tuple = ()) -> dict:
+    """The course's GPU check, on whatever Python runs it (torch and transformers installed, nothing downloaded):
+    the benchmark at Base size, 128 and 512 positions; then Base-size pretraining on the Wikipedia sample, stopped by
+    SIGTERM after its first checkpoint and resumed to the end. Every figure goes to gpu_check.json, the output to
+    gpu_check.log. (`device`, `config`, `shapes` as (positions, rows) and `pretrain_flags` are there for its CPU twin
+    in the tests: the same steps at tiny size.)"""
+    import os
+    import signal
+    import subprocess
+
+    import transformers
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--gpu-check: PyTorch sees no GPU here (torch.cuda.is_available() is False)")
+    out.mkdir(parents=True, exist_ok=True)
+    log = (out / "gpu_check.log").open("a", encoding="utf-8")
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        log.write(text + "\n")
+        log.flush()
+
+    figures = {"torch": torch.__version__, "transformers": transformers.__version__,
+               "device": torch.cuda.get_device_name(0) if device == "cuda" else device,
+               "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    for seq, rows in shapes:
+        start = time.perf_counter()
+        result = run(device=device, config=config, seq=seq, batch_size=rows, rounds=5, steps_per_round=5)
+        figures[f"bench_{config}_{seq}"] = {**result, "wall_seconds": time.perf_counter() - start}
+        say(report(result))
+        (out / "gpu_check.json").write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    run_dir = out / "base"
+    command = [sys.executable, "-m", "minibert.train", "--out", str(run_dir), "--corpus", corpus, "--steps",
+               str(steps), *GPU_CHECK_PRETRAIN, *pretrain_flags]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[1]),
+                                                                      os.environ.get("PYTHONPATH")]))}
+    start = time.perf_counter()
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    state = run_dir / "checkpoint" / "trainer_state.pt"
+    while first.poll() is None and not state.exists():
+        time.sleep(1)
+    if first.poll() is None:
+        first.send_signal(signal.SIGTERM)  # after the first checkpoint: stop after this step, save, exit 143
+    say(first.communicate()[0][-3000:])
+    stopped = torch.load(state, weights_only=False)["step"] if state.exists() else None
+    second = subprocess.run(command, capture_output=True, text=True, env=env)
+    say(second.stdout[-3000:] + second.stderr[-3000:])
+    history = torch.load(state, weights_only=False)["history"] if state.exists() else []
+    figures[f"pretrain_{config}"] = {"command": " ".join(command), "stopped_at_step": stopped,
+                                "first_exit": first.returncode, "resumed_exit": second.returncode,
+                                "final_step": history[-1]["step"] if history else None,
+                                "history": history, "wall_seconds": time.perf_counter() - start}
+    figures["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    (out / "gpu_check.json").write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    say(f"GPU check: figures in {out / 'gpu_check.json'}")
+    return figures
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m minibert.bench", description="Training speed of minibert vs "
+                                     "transformers.BertForPreTraining: same config, batch, length and precision.")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: %(default)s)")
+    parser.add_argument("--config", default="tiny", choices=sorted(CONFIGS))
+    parser.add_argument("--seq", type=int, default=128, help="positions per row (default: %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=32, help="rows per step (default: %(default)s)")
+    parser.add_argument("--vocab-size", type=int, default=30522, help="(default: %(default)s, bert-base-uncased)")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default=None,
+                        help="default: bf16 on cuda, fp32 on cpu")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per model (default: %(default)s)")
+    parser.add_argument("--steps-per-round", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=2, help="untimed rounds first (default: %(default)s)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile both models")
+    parser.add_argument("--peak-tflops", type=float, default=None, help="the device's peak, for MFU (default: from "
+                        "the GPU's name; none for a CPU)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
+    parser.add_argument("--gpu-check", action="store_true", help="the course's GPU check (section 6 of chapter 09): "
+                        "Base benchmarks at 128 and 512 positions, then Base pretraining stopped and resumed")
+    parser.add_argument("--corpus", default="wikipedia", help="--gpu-check: the pretraining corpus ('wikipedia' or "
+                        "a folder of .txt made by --export-corpus where gensim is installed)")
+    parser.add_argument("--export-corpus", type=Path, default=None, metavar="FOLDER",
+                        help="write the Wikipedia sample to FOLDER as .txt files, then exit")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = vars(build_parser().parse_args(argv))
+    out, check, corpus, export = args.pop("json"), args.pop("gpu_check"), args.pop("corpus"), args.pop("export_corpus")
+    if export:
+        print(f"wrote {len(list(export_corpus(export).glob('*.txt')))} articles to {export}")
+        return 0
+    if check:
+        gpu_check(corpus=corpus)
+        return 0
+    result = run(**args)
+    print(report(result))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__" and "__file__" in globals():
+    sys.exit(main())

@@ -1,0 +1,114 @@
+# Generated from notebook 09_base_pretraining.ipynb by minibert_course.export: edit the notebook, not this file.
+"""Pretraining at Base size: what a step costs in FLOPs, how much of the device a run uses (MFU), and the entry point
+that runs chapter 06's loop on one GPU or several (chapter 09).
+
+Why FLOPs and not seconds: a step's time depends on the device, its FLOPs do not. Dividing the FLOPs a run does per
+second by the device's peak gives the model FLOPs utilization (MFU), which says how far a run is from what the
+hardware allows, on any device, and tells a slow kernel from a small device.
+Why the MLM head counts only at the targets: the loop computes the vocabulary logits at the ~15% target rows
+(chapter 06); the FLOPs it does not do must not be counted as if it did them.
+Why the loop is not here: `python -m minibert.train` is `python -m minibert.pretrain` with the settings of a GPU run
+and a report in FLOPs; the loop, its checkpoints and its DDP are chapter 06's `pretrain.train`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+from minibert.config import BertConfig
+
+# Dense bf16 tensor-core peaks in TFLOP/s (SXM boards, without 2:4 sparsity), from the vendors' data sheets.
+PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
+
+
+def flops_per_token(config: BertConfig, seq_len: int, target_fraction: float = 0.15) -> float:
+    """FLOPs of one training step (forward + backward), per input position: 6N + 12·L·H·T.
+
+    N counts the weights of the matrix products each position goes through: every encoder layer (Q, K, V, the
+    attention output, the two feed-forward matrices); the MLM head (transform H x H, decoder V x H) for the share
+    `target_fraction` of positions where it is computed; the pooler and the NSP classifier once per sequence, so
+    1/seq_len of them per position. A weight costs 2 FLOPs per position forward (a multiply and an add) and 4
+    backward (gradients of the input and of the weight): 6N. Attention adds what depends on T: the scores Q·K^T
+    and the mix of values, 2·H·T FLOPs each per position and layer forward, x3 with backward: 12·L·H·T.
+    Embedding lookups, biases, LayerNorm and softmax are not matrix products and are left out.
+    """
+    H, L, F, V = config.hidden_size, config.num_hidden_layers, config.intermediate_size, config.vocab_size
+    encoder = L * (4 * H * H + 2 * H * F)
+    mlm_head = target_fraction * (H * H + V * H)
+    nsp_head = (H * H + 2 * H) / seq_len
+    return 6 * (encoder + mlm_head + nsp_head) + 12 * L * H * seq_len
+
+
+def mfu(tokens_per_second: float, flops_per_token: float, peak: float | None) -> float | None:
+    """Model FLOPs utilization: the FLOPs the model's training needs per second, at the measured rate, as a share of
+    the device's peak FLOP/s; None when the peak is not known."""
+    return tokens_per_second * flops_per_token / peak if peak else None
+
+
+def peak_flops(device: torch.device | str, tflops: float | None = None) -> float | None:
+    """The device's peak in FLOP/s: `tflops` when given, else from PEAK_TFLOPS by the GPU's name; None for a CPU
+    (no table can know it: give --peak-tflops)."""
+    if tflops:
+        return tflops * 1e12
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((peak * 1e12 for key, peak in PEAK_TFLOPS.items() if key in name), None)
+
+
+def speed_report(history: list[dict], config: BertConfig, seq_len: int, peak: float | None) -> str:
+    """Tokens/s, MFU and peak GPU memory over the last two evaluations of a `pretrain.train` history."""
+    if len(history) < 2:
+        return "speed: needs two evaluations"
+    a, b = history[-2], history[-1]
+    rate = (b["tokens"] - a["tokens"]) / (b["seconds"] - a["seconds"])
+    used = mfu(rate, flops_per_token(config, seq_len), peak)
+    text = f"{rate:,.0f} tokens/s, {flops_per_token(config, seq_len) / 1e9:.3f} GFLOP/token"
+    text += f", MFU {used:.1%}" if used is not None else ", MFU n/a (give --peak-tflops)"
+    if torch.cuda.is_available():
+        text += f", peak memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB"
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m minibert.train` (or under `torchrun`): chapter 06's loop with the GPU settings as defaults (Base
+    size, bf16, 128 positions) and a speed report in tokens/s and MFU at the end. Every flag of
+    `python -m minibert.pretrain` is accepted."""
+    from minibert import pretrain
+
+    parser = pretrain.build_parser()
+    parser.prog = "python -m minibert.train"
+    parser.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: from the GPU's"
+                        f" name: {', '.join(PEAK_TFLOPS)})")
+    base = BertConfig.base()
+    parser.set_defaults(hidden_size=base.hidden_size, num_hidden_layers=base.num_hidden_layers,
+                        num_attention_heads=base.num_attention_heads, intermediate_size=base.intermediate_size,
+                        vocab_size=base.vocab_size, learning_rate=1e-4, batch_size=256, precision="bf16",
+                        out_dir="runs/base")
+    args = vars(parser.parse_args(argv))
+    progress, tflops = not args.pop("no_progress"), args.pop("peak_tflops")
+    cfg = pretrain.PretrainConfig(**args)
+    if cfg.max_minutes is None and cfg.max_steps is None:
+        parser.error("give --minutes or --steps (or both)")
+    try:
+        result = pretrain.train(cfg, progress=progress)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if pretrain.dist.is_initialized():
+            pretrain.dist.destroy_process_group()
+    if int(os.environ.get("RANK", 0)) == 0:  # under torchrun, the first process reports
+        final = result["final"]
+        config = BertConfig.from_json_file(Path(result["checkpoint"]) / "config.json")
+        print(f"step {result['step']}: loss {final['loss']:.3f}, masked-token accuracy {final['mlm_accuracy']:.3f}; "
+              + speed_report(result["history"], config, cfg.max_seq_length, peak_flops(result["device"], tflops)))
+    return 0
+
+
+if __name__ == "__main__" and "__file__" in globals():
+    sys.exit(main())

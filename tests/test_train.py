@@ -1,0 +1,141 @@
+"""Chapter 09's measures: FLOPs per token, MFU, the benchmark against transformers, and `python -m minibert.train`.
+
+The FLOPs are checked against a count made another way: the weight matrices of a real BertForPreTraining built on
+the meta device, grouped by where they run (every position, the MLM targets, once per sequence), not against the
+formula re-typed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from minibert import BertConfig, BertForPreTraining
+from minibert.bench import pretraining_batch, run
+from minibert.train import flops_per_token, mfu, peak_flops
+
+
+def matrix_weights(config: BertConfig) -> dict[str, int]:
+    """Entries of the Linear weights of BertForPreTraining(config), counted on the meta device, grouped by how
+    often they run: per position (encoder), per MLM target (transform + tied decoder), per sequence (pooler + NSP)."""
+    with torch.device("meta"):
+        model = BertForPreTraining(config)
+    groups = {"per_position": 0, "per_target": 0, "per_sequence": 0}
+    for name, module in model.named_modules():
+        if not isinstance(module, torch.nn.Linear):
+            continue
+        where = ("per_position" if ".encoder." in name else "per_target" if name.startswith("cls.predictions")
+                 else "per_sequence")
+        groups[where] += module.weight.numel()
+    return groups
+
+
+@pytest.mark.parametrize("size, seq", [("base", 128), ("base", 512), ("large", 128), ("tiny", 32)])
+def test_flops_per_token_counts_the_matrix_products_the_step_runs(size, seq):
+    config = getattr(BertConfig, size)()
+    w = matrix_weights(config)
+    assert w["per_target"] == config.hidden_size ** 2 + config.vocab_size * config.hidden_size, "the tied decoder"
+    expected = 6 * (w["per_position"] + 0.15 * w["per_target"] + w["per_sequence"] / seq) \
+        + 12 * config.num_hidden_layers * config.hidden_size * seq
+    assert flops_per_token(config, seq) == pytest.approx(expected, rel=1e-9), f"{size}, T={seq}"
+
+
+def test_flops_per_token_of_bert_base_at_128_positions():
+    # 12 x (4 x 768^2 + 2 x 768 x 3072) = 84.93M encoder weights; 0.15 x (768^2 + 30522 x 768) = 3.60M at the
+    # targets; (768^2 + 2 x 768) / 128 = 4.6k per position for the pooler and NSP; attention 12 x 12 x 768 x 128
+    assert flops_per_token(BertConfig.base(), 128) == pytest.approx(545.419e6, rel=1e-5)
+
+
+def test_every_position_in_the_mlm_head_costs_what_full_logits_cost():
+    config = BertConfig.base()
+    w = matrix_weights(config)
+    full, targets = flops_per_token(config, 128, target_fraction=1.0), flops_per_token(config, 128)
+    assert full - targets == pytest.approx(6 * 0.85 * w["per_target"], rel=1e-9)
+
+
+def test_mfu_and_peak():
+    assert mfu(1000.0, 5e8, 1e12) == pytest.approx(0.5)
+    assert mfu(1000.0, 5e8, None) is None
+    assert peak_flops("cpu") is None, "no table knows a CPU's peak"
+    assert peak_flops("cpu", tflops=2.0) == 2e12
+
+
+def test_pretraining_batch_looks_like_chapter_05s():
+    batch = pretraining_batch(64, 48, 1000, torch.Generator().manual_seed(0))
+    real = batch["attention_mask"].bool()
+    assert 0.1 < 1 - real.float().mean().item() < 0.35, "about a fifth of the positions are padding"
+    assert (batch["input_ids"][:, 0] == 2).all(), "[CLS] first"
+    assert ((batch["input_ids"] == 0) == ~real).all(), "[PAD] exactly where the mask is 0"
+    targets = batch["labels"] != -100
+    assert not (targets & ~real).any() and not targets[:, 0].any(), "targets only at real, non-special pieces"
+    share = targets.sum().item() / (real.sum().item() - 3 * 64)
+    assert 0.12 < share < 0.18, f"{share:.3f} of the real pieces are targets"
+    assert set(batch["token_type_ids"][~real].tolist()) == {0} and batch["token_type_ids"].max() == 1
+    assert set(batch["next_sentence_label"].tolist()) == {0, 1}
+
+
+def test_benchmark_compares_the_same_model_and_reports_both(tmp_path):
+    result = run(config="tiny", seq=16, batch_size=8, vocab_size=500, rounds=2, steps_per_round=1, warmup=1)
+    assert result["loss_difference"] < 1e-4, "minibert and transformers must compute the same loss"
+    for name in ("minibert", "transformers"):
+        assert result[name]["tokens_per_second"] > 0 and result[name]["seconds_per_step"] > 0
+        assert result[name]["mfu"] is None, "no peak given for a CPU"
+    assert result["speedup"] == pytest.approx(result["minibert"]["tokens_per_second"]
+                                              / result["transformers"]["tokens_per_second"])
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "minibert.bench", "--seq", "16", "--batch-size", "8", "--vocab-size",
+                           "500", "--rounds", "1", "--warmup", "1", "--steps-per-round", "1", "--peak-tflops", "1",
+                           "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "minibert / transformers:" in proc.stdout and "tokens/s" in proc.stdout, proc.stdout
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert figures["peak_tflops"] == 1.0 and 0 < figures["minibert"]["mfu"] < 1
+
+
+def test_train_entry_reports_tokens_per_second_and_mfu(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "minibert.train", "--device", "cpu", "--steps", "6", "--eval-every", "3",
+           "--limit-documents", "12", "--vocab-size", "800", "--seq-len", "32", "--batch-size", "8",
+           "--hidden-size", "32", "--num-hidden-layers", "2", "--num-attention-heads", "2", "--intermediate-size", "64",
+           "--precision", "fp32", "--out", str(out), "--no-progress", "--peak-tflops", "1"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "tokens/s" in proc.stdout and "MFU" in proc.stdout, proc.stdout
+    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    assert [h["tokens"] % 8 for h in state["history"]] == [0, 0] and state["history"][-1]["tokens"] <= 6 * 8 * 32
+    assert state["history"][-1]["tokens"] > state["history"][0]["tokens"]
+
+
+def test_gpu_check_needs_a_gpu_and_says_so(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the check would run for minutes (run `make gpu-check`)")
+    proc = subprocess.run([sys.executable, "-m", "minibert.bench", "--gpu-check"], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode != 0 and "sees no GPU" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_gpu_check_steps_on_cpu_at_tiny_size(tmp_path):
+    """The GPU check's CPU twin: the same benchmark, the same pretraining stopped by SIGTERM after its first
+    checkpoint and resumed to the end, at tiny size, on a corpus exported as .txt (as for a machine without gensim)."""
+    from minibert.bench import export_corpus, gpu_check
+
+    corpus = export_corpus(tmp_path / "wiki-txt")
+    assert len(list(corpus.glob("*.txt"))) == 106
+    tiny = ("--device", "cpu", "--precision", "fp32", "--seq-len", "32", "--batch-size", "8", "--vocab-size", "800",
+            "--hidden-size", "32", "--num-hidden-layers", "2", "--num-attention-heads", "2",
+            "--intermediate-size", "64", "--warmup", "5", "--eval-every", "20", "--checkpoint-every", "20",
+            "--limit-documents", "20")
+    figures = gpu_check(tmp_path / "check", corpus=str(corpus), steps=120, device="cpu", config="tiny",
+                        shapes=((32, 8),), pretrain_flags=tiny)
+    assert figures["bench_tiny_32"]["loss_difference"] < 1e-4
+    run = figures["pretrain_tiny"]
+    assert run["first_exit"] == 128 + 15 and 20 <= run["stopped_at_step"] < 120, run
+    assert run["resumed_exit"] == 0 and run["final_step"] == 120
+    history = run["history"]
+    assert history[-1]["loss"] < history[0]["loss"], "the loss goes down"
+    saved = json.loads((tmp_path / "check" / "gpu_check.json").read_text(encoding="utf-8"))
+    assert saved["pretrain_tiny"]["final_step"] == 120 and (tmp_path / "check" / "gpu_check.log").exists()
