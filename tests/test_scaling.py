@@ -28,7 +28,8 @@ SETTING = {"--limit-documents": 12, "--vocab-size": 800, "--seq-len": 32, "--bat
            "--device": "cpu"}
 
 
-FLAGS = {"gradient_accumulation_steps": "--grad-accum"}
+FLAGS = {"gradient_accumulation_steps": "--grad-accum", "max_position_embeddings": "--max-positions",
+         "max_seq_length": "--seq-len"}
 
 
 def flags(out: Path, steps: int, **extra) -> list[str]:
@@ -192,3 +193,65 @@ def test_unknown_precision_and_missing_gpu_are_explained(tmp_path):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="sees no GPU"):
             train(config(tmp_path / "b", 4, device="cuda"), progress=False)
+
+
+def fast_and_plain(device: str, precision: str):
+    """The loss and gradients of one batch by the fast path (fused attention, MLM logits at the targets only,
+    `precision`) and by the plain path (attention written out, logits at every position, fp32): the same model."""
+    from minibert import BertConfig, BertForPreTraining
+    from minibert.bench import pretraining_batch
+    from minibert.pretrain import autocast
+
+    torch.manual_seed(0)
+    config = BertConfig.tiny(vocab_size=1000, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertForPreTraining(config).to(device).train()
+    batch = {k: v.to(device) for k, v in pretraining_batch(16, 48, 1000, torch.Generator().manual_seed(0)).items()}
+    results = []
+    for fast in (True, False):
+        model.zero_grad(set_to_none=True)
+        with autocast(torch.device(device), precision if fast else "fp32"):
+            out = model(**batch, targets_only=fast, output_attentions=not fast)
+        out.loss.backward()
+        results.append((out.loss.item(), {n: p.grad.float().clone() for n, p in model.named_parameters()}))
+    return results
+
+
+def test_fast_path_gives_the_plain_paths_loss_and_gradients_on_cpu():
+    """fp32 on CPU: the same numbers up to the order of the sums inside the kernels (SDPA's and the written-out
+    attention add up in another order: about one unit in the last place of the loss, not bit for bit)."""
+    (fast, fast_grads), (plain, plain_grads) = fast_and_plain("cpu", "fp32")
+    assert fast == pytest.approx(plain, rel=1e-6), f"fast path loss {fast} vs plain {plain}"
+    worst = max((fast_grads[n] - plain_grads[n]).abs().max().item() for n in plain_grads)
+    assert worst < 1e-5, f"gradients differ by up to {worst:.3g}"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (bf16 autocast on tensor cores); its CPU "
+                    "twin is test_fast_path_gives_the_plain_paths_loss_and_gradients_on_cpu")
+def test_fast_path_in_bf16_on_cuda_stays_within_bf16_tolerance():
+    """bf16 keeps 8 bits of mantissa (relative steps of 2^-8 = 0.4%): the loss agrees within 1%, gradients within
+    5% of their largest entry."""
+    (fast, fast_grads), (plain, plain_grads) = fast_and_plain("cuda", "bf16")
+    assert fast == pytest.approx(plain, rel=1e-2), f"bf16 fast path loss {fast} vs fp32 plain {plain}"
+    for name, grad in plain_grads.items():
+        scale = grad.abs().max().item() or 1.0
+        assert (fast_grads[name] - grad).abs().max().item() <= 0.05 * scale, name
+
+
+def test_a_second_phase_resumes_at_a_longer_length(one_process, tmp_path):
+    """BERT's recipe: 90% of the steps at 128 positions, then 512. Here 32 then 64: a run started with
+    --max-positions 64 --seq-len 32 resumes from its checkpoint with --seq-len 64; a run whose model has fewer
+    positions than the new length is refused with the flag to give."""
+    out = tmp_path / "phases"
+    out.mkdir()
+    (out / "vocab.txt").write_bytes((one_process / "vocab.txt").read_bytes())
+    first = train(config(out, 6, max_position_embeddings=64), progress=False)
+    assert first["step"] == 6
+    second = train(config(out, 10, max_seq_length=64), progress=False)
+    assert second["step"] == 10 and second["history"][0]["step"] <= 6
+    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    history = state["history"]
+    pairs = zip(history[:-1], history[1:], strict=True)
+    per_step = [(b["tokens"] - a["tokens"]) / (b["step"] - a["step"]) for a, b in pairs]
+    assert per_step[-1] > 8 * 32, f"the second phase's batches are longer than 32 positions: {per_step}"
+    with pytest.raises(ValueError, match="--max-positions"):
+        train(config(tmp_path / "short", 4, max_seq_length=64, max_position_embeddings=32), progress=False)
