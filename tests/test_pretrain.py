@@ -540,6 +540,34 @@ def test_cli_trains_and_reports(tmp_path):
     assert [h["step"] for h in state["history"]] == [3, 6]
 
 
+TRAIN_IN_A_PROCESS = """
+import sys
+from minibert.pretrain import train_vocab
+from minibert.tokenization import save_vocab
+texts = open(sys.argv[1], encoding="utf-8").read().split("\\n")
+save_vocab(train_vocab(texts, vocab_size=int(sys.argv[3])), sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("size", [300, 800])
+def test_trained_vocab_is_the_same_in_every_process(tmp_path, size):
+    """tokenizers numbers the ##x pieces in hash-map order, which changes from process to process, and breaks ties
+    between merges by those numbers (tokenizers#1794): the same corpus gave other pieces, in another order."""
+    from minibert.data import load_documents
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(s for d in load_documents("wikipedia", limit=12) for s in d), encoding="utf-8")
+    files = [tmp_path / f"vocab{run}.txt" for run in range(4)]
+    for file in files:
+        subprocess.run([sys.executable, "-c", TRAIN_IN_A_PROCESS, str(corpus), str(file), str(size)], check=True)
+    first = files[0].read_text(encoding="utf-8").splitlines()
+    for other in files[1:]:
+        lines = other.read_text(encoding="utf-8").splitlines()
+        assert len(lines) == len(first)
+        moved = sum(a != b for a, b in zip(first, lines, strict=True))
+        assert moved == 0, f"{other.name}: {moved} of {len(lines)} lines differ from the first process's"
+
+
 def test_two_fresh_runs_with_the_same_seed_give_the_same_weights(tmp_path):
     """Each run trains its own vocabulary in its own process (tokenizers numbers equal-frequency pieces in hash order,
     tokenizers#1794: this differed by up to 0.087 per weight before `in_stable_order`)."""

@@ -593,33 +593,6 @@ def test_tokenizer_folder_keeps_its_max_length_and_refuses_a_gapped_vocabulary(t
         gapped.save_pretrained(tmp_path / "gapped")
 
 
-TRAIN_IN_A_PROCESS = """
-import sys
-from minibert.tokenization import save_vocab, train_wordpiece
-texts = open(sys.argv[1], encoding="utf-8").read().split("\\n")
-save_vocab(train_wordpiece(texts, vocab_size=1000), sys.argv[2])
-"""
-
-
-def test_trained_vocab_has_the_same_order_in_every_process(tmp_path, wiki_paragraphs):
-    # tokenizers numbers pieces of equal frequency in hash-map order, which changes from process to process
-    # (tokenizers#1794): the same corpus gave the same pieces under different ids, so the same seed gave other weights
-    import subprocess
-    import sys
-
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(wiki_paragraphs), encoding="utf-8")
-    files = []
-    for run in range(3):
-        files.append(tmp_path / f"vocab{run}.txt")
-        subprocess.run([sys.executable, "-c", TRAIN_IN_A_PROCESS, str(corpus), str(files[-1])], check=True)
-    first = files[0].read_text(encoding="utf-8").splitlines()
-    for other in files[1:]:
-        lines = other.read_text(encoding="utf-8").splitlines()
-        moved = sum(a != b for a, b in zip(first, lines, strict=True))
-        assert moved == 0, f"{other.name}: {moved} of {len(lines)} pieces have another id than in the first run"
-
-
 def test_stable_order_keeps_the_pieces_and_the_tokenization(wiki_paragraphs):
     from tokenizers import trainers
 

@@ -36,7 +36,7 @@ from minibert.config import BertConfig
 from minibert.data import NSPInstance, PretrainingCollator, create_nsp_instances, load_documents
 from minibert.heads import BertForPreTraining, masked_token_accuracy
 from minibert.masking import IGNORE_INDEX
-from minibert.tokenization import BertTokenizer, save_vocab, train_wordpiece
+from minibert.tokenization import SPECIAL_TOKENS, UNK, BertTokenizer, in_stable_order, save_vocab
 
 
 def _arg(help: str, flag: str | None = None) -> dict:
@@ -98,6 +98,30 @@ class PretrainConfig:
                                attention_probs_dropout_prob=self.attention_probs_dropout_prob)
 
 
+def train_vocab(texts: list[str], vocab_size: int, min_frequency: int = 2):
+    """Chapter 01's `train_wordpiece`, giving the same pieces in every process.
+
+    Why not `train_wordpiece` itself: `tokenizers` numbers the continuing pieces (##x) in the order of a hash map,
+    which changes from process to process, and breaks ties between equally frequent merges by those numbers
+    (tokenizers#1794): two runs on the same corpus could end with different pieces, so the same seed gave different
+    weights. Registering every ##x of the corpus up front, sorted, as extra special tokens fixes their numbers and so
+    every tie; they are the ##x pieces the trainer would have made, and become ordinary pieces afterwards."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    normalizer, pre_tokenizer = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    later = sorted({"##" + ch for text in texts for word, _ in pre_tokenizer.pre_tokenize_str(
+        normalizer.normalize_str(text)) for ch in word[1:]})  # characters that continue a word somewhere
+    trained = Tokenizer(models.WordPiece(unk_token=UNK))
+    trained.normalizer, trained.pre_tokenizer = normalizer, pre_tokenizer
+    trained.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                                                 special_tokens=[*SPECIAL_TOKENS, *later]))
+    tokenizer = Tokenizer(models.WordPiece(trained.get_vocab(), unk_token=UNK))
+    tokenizer.normalizer, tokenizer.pre_tokenizer = normalizer, pre_tokenizer
+    tokenizer.decoder = decoders.WordPiece()
+    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
+    return in_stable_order(tokenizer)
+
+
 def prepare(cfg: PretrainConfig, out: Path) -> tuple[BertTokenizer, list[NSPInstance], list[NSPInstance]]:
     """Train (or reuse) the vocabulary, tokenize the corpus, and build train/eval NSP pairs (eval: held-out docs)."""
     docs = load_documents(cfg.corpus, limit=cfg.limit_documents)
@@ -106,7 +130,7 @@ def prepare(cfg: PretrainConfig, out: Path) -> tuple[BertTokenizer, list[NSPInst
     vocab_file = out / "vocab.txt"
     fast = None
     if not vocab_file.exists():
-        fast = train_wordpiece((s for d in docs for s in d), vocab_size=cfg.vocab_size)
+        fast = train_vocab([s for d in docs for s in d], vocab_size=cfg.vocab_size)
         save_vocab(fast, vocab_file)
     tokenizer = BertTokenizer(vocab_file)
     if fast is None:  # same pieces as the from-scratch tokenizer, but in Rust: tokenizing 20k sentences is instant
