@@ -315,7 +315,8 @@ def train_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float, max_
     processes = world()[1]
     splits = {key: value.tensor_split(micro_batches) for key, value in batch.items()}  # rows: (B, ...) -> pieces
     pieces = [{key: splits[key][i] for key in batch} for i in range(micro_batches)]
-    totals = _all_reduce([sum(counts) for counts in zip(*(loss_counts(p) for p in pieces), strict=True)])
+    counts = [loss_counts(piece) for piece in pieces]  # per piece: targets (and pairs) its loss terms average over
+    totals = _all_reduce([sum(column) for column in zip(*counts, strict=True)])
     ddp = getattr(model, "_orig_mod", model)  # under torch.compile, the module it compiled
     optimizer.zero_grad(set_to_none=True)
     loss_value = 0.0
@@ -324,8 +325,8 @@ def train_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float, max_
         with contextlib.nullcontext() if sync else ddp.no_sync(), autocast(piece["input_ids"].device, precision):
             out = model(**piece, **forward)
             means = [out.mlm_loss, out.nsp_loss] if getattr(out, "mlm_loss", None) is not None else [out.loss]
-            loss = sum(mean * (n * processes / total) for mean, n, total in zip(means, loss_counts(piece), totals,
-                                                                                 strict=True) if n)
+            loss = sum(mean * (n * processes / total) for mean, n, total in zip(means, counts[i], totals, strict=True)
+                       if n)
         loss.backward()
         loss_value += loss.item() / processes
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm or math.inf)
