@@ -23,7 +23,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare bench gpu-check lint clean
+.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare bench gpu-check masking-rates lint clean
 
 $(STAMP): pyproject.toml data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -81,6 +81,9 @@ bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at ch
 
 gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped and resumed
 	$(BIN)/python -m minibert.bench --gpu-check
+
+masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 25 min; run again: resumes)
+	$(BIN)/python -m minibert.variants --masking-rates --out runs/masking-rates
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -89,6 +89,9 @@ Needs Python >= 3.10 (`python3`) and `make`. Two commands, run from this folder:
 
 ## Work through the chapters in order
 
+Start with `00_course_map.ipynb`: the chapters, their points and run times, how grading works, and what your
+package can do at the end.
+
 {chapters}
 Run each notebook from the top (Run > Run All Cells). The last cell of each chapter exports your code into
 `src/minibert/`, so that later chapters and `import minibert` run on your own implementation; it refuses a notebook
@@ -104,8 +107,9 @@ kernel keeps the code it imported. If you forget, the error says so.
 - `make test` runs the package tests (`tests/`) on your own `src/minibert`, chapter by chapter, then a certificate:
   your tokenizer against `transformers`' on Wikipedia text (01), your `BertModel` on the real MiniLM weights against
   `transformers.BertModel`, with the largest difference printed (03), the lecture's quiz numbers (100 tokens -> 15
-  targets -> 12 / 1.5 / 1.5) from your own masking code (04), a short pretraining run of your loop (06), and your
-  three task heads on the real weights against `transformers`' (07). It ends
+  targets -> 12 / 1.5 / 1.5) from your own masking code (04), a short pretraining run of your loop (06), your
+  three task heads on the real weights against `transformers`' (07), your FLOPs count against the matrices of your
+  Base model (09), and your ELECTRA corruption and loss (10). It ends
   with a table: pass, FAIL or not yet exported for each chapter (also in `build/certificate.json`). A chapter you have
   not exported yet is not a failure; a test that needs a later chapter waits for it.
 - Validate a chapter as the grader will: the **Validate** button of the notebook toolbar, or from this folder

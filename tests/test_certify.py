@@ -107,3 +107,18 @@ def test_flops_check_counts_the_students_model_and_rejects_a_forward_only_count(
     monkeypatch.setattr(train, "flops_per_token", forward_only)
     ok, short, detail = certify.certify_flops()
     assert not ok and "needs < 1e-6" in detail, detail
+
+
+def test_electra_check_passes_the_reference_and_rejects_a_label_per_target(monkeypatch):
+    ok, short, detail = certify.certify_electra()
+    assert ok and "(right)" in detail, detail
+    import minibert.variants as variants
+
+    def every_target_replaced(input_ids, labels, generator_logits, generator=None):  # a lucky sample still "replaced"
+        corrupted, _ = real(input_ids, labels, generator_logits, generator)
+        return corrupted, (labels != -100).float()
+
+    real = variants.replace_with_samples
+    monkeypatch.setattr(variants, "replace_with_samples", every_target_replaced)
+    ok, short, detail = certify.certify_electra()
+    assert not ok and "wrong: expected 25%" in detail, detail

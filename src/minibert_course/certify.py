@@ -58,6 +58,7 @@ CHAPTERS = (
     Chapter("08", "finetuning", ("metrics", "task_data", "qa_generation", "finetune"),
             ("test_metrics.py", "test_task_data.py", "test_qa_generation.py", "test_finetune.py")),
     Chapter("09", "base_pretraining", ("train", "bench"), ("test_train.py", "test_scaling.py")),
+    Chapter("10", "beyond_bert", ("variants",), ("test_variants.py",)),
 )
 PACKAGE_TESTS = tuple(t for c in CHAPTERS for t in c.tests)
 _STUB = re.compile(r"complete chapter (\d+) and run its export cell")
@@ -305,6 +306,36 @@ def certify_flops() -> tuple[bool, str, str]:
         + ("" if worst < 1e-6 else " (needs < 1e-6)") + f"; mfu {'right' if mfu_right else 'wrong'}")
 
 
+def certify_electra() -> tuple[bool, str, str]:
+    import math
+
+    import torch
+
+    from minibert.variants import electra_loss, pack_sentences, replace_with_samples
+
+    rows = pack_sentences([[[1, 2, 3], [4, 5]], [[6, 7]], [list(range(8, 17))]], 10, 101, 102)
+    packed = rows == [[101, 1, 2, 3, 4, 5, 102, 6, 7, 102], [101, *range(8, 16), 102], [101, 16, 102]]
+    n = 4000  # one target per row; the generator gives piece 7 (the original) 0.75, piece 3 0.25
+    logits = torch.full((n, 9), -1e4)
+    logits[:, 3], logits[:, 7] = 0.0, math.log(3.0)
+    ids = torch.full((n, 2), 7)
+    labels = torch.tensor([[-100, 7]]).repeat(n, 1)
+    corrupted, replaced = replace_with_samples(ids, labels, logits, torch.Generator().manual_seed(0))
+    share = replaced[:, 1].mean().item()
+    sampled = abs(share - 0.25) < 0.03 and replaced[:, 0].eq(0).all().item() and torch.equal(
+        replaced[:, 1], (corrupted[:, 1] != 7).float())
+    x = torch.tensor([[0.0, 2.0, -1.0, 5.0]])
+    loss, rtd = electra_loss(torch.tensor(3.0), x, torch.tensor([[0.0, 1.0, 0.0, 1.0]]), torch.tensor([[1, 1, 1, 0]]))
+    want = (math.log(2) + math.log(1 + math.exp(-2)) + math.log(1 + math.exp(-1))) / 3
+    weighted = math.isclose(rtd.item(), want, rel_tol=1e-5) and math.isclose(loss.item(), 3 + 50 * want, rel_tol=1e-5)
+    ok = packed and sampled and weighted
+    return ok, f"replaced {share:.1%} (0.25 expected)", (
+        f"pack_sentences {'keeps' if packed else 'does NOT keep'} RoBERTa's FULL-SENTENCES rules; replace_with_samples "
+        f"replaced {share:.1%} of the targets where the generator gives the original 75% "
+        f"({'right' if sampled else 'wrong: expected 25% and a lucky sample labelled original'}); electra_loss "
+        f"L_RTD {rtd.item():.4f} (expected {want:.4f}), L {loss.item():.3f} (expected {3 + 50 * want:.3f})")
+
+
 CERTIFICATE: dict[str, tuple[Callable[[], tuple[bool, str, str]], tuple[str, ...]]] = {
     # chapter -> (check, the chapters whose code it runs)
     "01": (certify_tokenizer, ("01",)),
@@ -313,6 +344,7 @@ CERTIFICATE: dict[str, tuple[Callable[[], tuple[bool, str, str]], tuple[str, ...
     "06": (certify_pretraining, ("01", "02", "03", "04", "05", "06")),
     "07": (certify_task_heads, ("03", "07")),
     "09": (certify_flops, ("03", "06", "09")),
+    "10": (certify_electra, ("10",)),
 }
 
 

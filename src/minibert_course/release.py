@@ -3,7 +3,8 @@
 - src/minibert/<module>.py = the export of solutions/*.ipynb with nbgrader's solution markers dropped;
 - notebooks/<chapter>.ipynb = nbgrader's `generate_assignment` of each solution notebook (real nbgrader,
   with the course's nbgrader_config.py): solutions replaced by named stubs, hidden tests removed, outputs
-  cleared, cells locked and checksummed.
+  cleared, cells locked and checksummed;
+- notebooks/00_course_map.ipynb = the course map (`minibert_course.course_map`): no exercises, not graded.
 
 `--check` regenerates both in a temporary folder and fails, listing the files, when the committed trees
 differ (TinyTorch's lesson: copies of the same code drift apart unless a check fails on drift).
@@ -86,6 +87,9 @@ def generate(root: Path = ROOT) -> dict[str, str]:
         released = generate_assignments(notebooks, Path(tmp), nbgrader_config(root))
         for name, path in released.items():
             files[f"notebooks/{name}"] = path.read_text(encoding="utf-8")
+    from minibert_course.course_map import MAP_NOTEBOOK, notebook_text  # notebook 00: from the chapters' data
+
+    files[f"notebooks/{MAP_NOTEBOOK}"] = notebook_text(root)
     return files
 
 

@@ -1,0 +1,214 @@
+"""The course map: chapter order, what each chapter builds, its points and its measured run time.
+
+One source for two documents: the README's chapter table and notebook 00 (`notebooks/00_course_map.ipynb`, written
+by `make release` with the other notebooks, checked by `make check-sync`). Points are read from the solution
+notebooks' nbgrader metadata; run times are measured (`python -m minibert_course.course_map --measure` runs every
+solution notebook top to bottom, as tests/test_notebooks.py does, and writes course_times.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMES = Path(__file__).with_name("course_times.json")
+MAP_NOTEBOOK = "00_course_map.ipynb"
+
+
+@dataclass(frozen=True)
+class Chapter:
+    number: str
+    stem: str
+    title: str
+    builds: str  # the modules, as the README names them
+    needs: str  # the chapters whose ideas it uses
+
+
+CHAPTERS = (
+    Chapter("01", "01_wordpiece", "WordPiece and the input format", "`minibert.tokenization`, `minibert.corpus`", "-"),
+    Chapter("02", "02_embeddings", "Embeddings", "`minibert.embeddings`", "01"),
+    Chapter("03", "03_attention", "Attention and the encoder", "`minibert.config`, `attention`, `model`, `checkpoint`",
+            "02"),
+    Chapter("04", "04_masking", "The MLM sampler", "`minibert.masking`", "01"),
+    Chapter("05", "05_data", "NSP and pretraining data", "`minibert.data`", "01, 04"),
+    Chapter("06", "06_pretraining", "Pretraining heads and loss", "`minibert.heads`, `minibert.pretrain`", "03-05"),
+    Chapter("07", "07_task_heads", "Task heads", "`minibert.tasks`", "03, 06"),
+    Chapter("08", "08_finetuning", "Fine-tuning on real data", "`minibert.metrics`, `task_data`, `qa_generation`, "
+            "`finetune`", "06, 07"),
+    Chapter("09", "09_base_pretraining", "Base-size pretraining on a GPU", "`minibert.train`, `minibert.bench`", "06"),
+    Chapter("10", "10_beyond_bert", "Beyond BERT: RoBERTa, ELECTRA, the masking rate", "`minibert.variants`",
+            "04, 06, 08"),
+)
+
+
+def points(stem: str, root: Path = ROOT) -> tuple[float, float, int]:
+    """(autograded points, manually graded points, exercises) of a solution notebook."""
+    nb = json.loads((root / "solutions" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    auto = manual = 0.0
+    exercises = 0
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell["cell_type"] == "markdown":
+            manual += float(meta.get("points", 0))
+        elif meta.get("grade"):
+            auto += float(meta.get("points", 0))
+        if meta.get("solution"):
+            exercises += 1
+    return auto, manual, exercises
+
+
+def measured() -> dict:
+    return json.loads(TIMES.read_text(encoding="utf-8")) if TIMES.exists() else {"seconds": {}}
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "not measured"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def readme_table() -> str:
+    """The README's chapter table."""
+    times = measured()["seconds"]
+    lines = ["| # | notebook | builds | points (auto + by hand) | runs in |", "|---|---|---|---|---|",
+             f"| 00 | `{MAP_NOTEBOOK}`: the course map (this table, how grading works, your package) | | | |"]
+    for c in CHAPTERS:
+        auto, manual, _ = points(c.stem)
+        lines.append(f"| {c.number} | `{c.stem}.ipynb`: {c.title} | {c.builds} | {auto:g}"
+                     + (f" + {manual:g}" if manual else "") + f" | {_minutes(times.get(c.stem))} |")
+    return "\n".join(lines) + "\n"
+
+
+INTRO = """# 00 · The course map
+
+This course builds BERT from its parts, one chapter at a time, into a Python package, `minibert`, that is yours at
+the end: a tokenizer, the encoder, the pretraining objectives and loop, task heads, fine-tuning on real data, the
+tools to pretrain at Base size on a GPU, and what came after BERT. Each chapter is a notebook; each notebook ends by
+writing your code into your package, so that later chapters, and anyone who imports `minibert`, run on it.
+
+Work through the chapters **in order**: each one imports the modules of the chapters before it."""
+
+ORDER = """## The chapters
+
+| # | notebook | what you build | builds on | exercises | points: autograded + by hand | runs in (2 CPU cores) |
+|---|---|---|---|---|---|---|
+{rows}
+
+"Runs in" is the time the finished notebook takes to run top to bottom on a 2-core laptop CPU without a GPU,
+measured {when}; your first pass, reading and writing the exercises, takes much longer. Chapter 09's GPU runs and
+the longer studies (`make pretrain`, `make finetune-compare`, `make masking-rates`) are separate commands, each named
+in its chapter with its time."""
+
+GRADING = """## How grading works
+
+- **Exercises** are cells marked *YOUR CODE HERE*: replace `raise NotImplementedError()` with your code. Some are
+  written answers in a markdown cell (*YOUR ANSWER HERE*), marked by hand.
+- **Visible tests** follow each exercise: run them as often as you like. An assert that fails says what is wrong
+  (expected vs got, and for which input).
+- **Hidden tests** are added when your instructor grades: they try more cases and the mistakes students make (each
+  graded exercise has a catalogue of plausible wrong answers that must lose points). Passing the visible tests is
+  necessary, not sufficient.
+- **Validate** before you hand in: the *Validate* button of the notebook toolbar, or
+  `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`. It runs the whole notebook and lists failing tests.
+- **Submit** the saved notebooks as your instructor asks. The grader runs your answer cells (and code cells you add)
+  with the course's own given cells and tests, in a plain Python interpreter, in a sandbox: magics and `!` commands
+  are not run there, and edits to given or test cells are not used. Each chapter is graded on its own, with the
+  reference code of the earlier chapters: a mistake in chapter 02 costs no points in chapter 05. Written answers
+  are marked by hand with a mark scheme; until then they count 0.
+- **Feedback** shows your points per test; it does not show the hidden tests."""
+
+PACKAGE = """## Your package, at the end
+
+Each chapter's last cell exports your code to `src/minibert/`. Until a chapter is exported, its functions raise
+`NotImplementedError` naming the chapter to complete. After exporting, restart the kernels of other open notebooks
+(Kernel > Restart): a running kernel keeps the code it imported. After chapter 10, everything below runs on your
+code:
+
+```python
+import minibert
+from minibert import BertConfig, BertForPreTraining, BertTokenizer
+
+config = BertConfig.tiny(vocab_size=30522)
+model = BertForPreTraining(config)        # state-dict keys as in transformers: checkpoints move both ways
+```
+
+From a terminal in the course folder: `make test` runs the package tests on your own `src/minibert`, chapter by
+chapter, and ends with a certificate (pass / FAIL / not yet exported per chapter); `make pretrain` pretrains a tiny
+BERT with your loop; `.venv/bin/python -m minibert.finetune --help` fine-tunes it. Elsewhere,
+`pip install -e path/to/the/course` makes `import minibert` work in any environment.
+
+The cell below shows which chapters your package has so far."""
+
+STATUS = """from minibert_course.certify import CHAPTERS, package_folder, unexported
+
+package = package_folder()
+missing = unexported(package)
+print(f"your minibert: {package}")
+for chapter in CHAPTERS:
+    state = "not yet exported" if chapter.number in missing else "exported"
+    print(f"  {chapter.number} {chapter.name:<17} {', '.join(chapter.modules):<45} {state}")"""
+
+
+def notebook(root: Path = ROOT) -> dict:
+    """Notebook 00, as nbformat JSON (deterministic: fixed cell ids, no outputs)."""
+    info = measured()
+    rows = []
+    for c in CHAPTERS:
+        auto, manual, exercises = points(c.stem, root)
+        rows.append(f"| {c.number} | `{c.stem}.ipynb`: {c.title} | {c.builds} | {c.needs} | {exercises} | {auto:g}"
+                    + (f" + {manual:g}" if manual else "") + f" | {_minutes(info['seconds'].get(c.stem))} |")
+    texts = [INTRO, ORDER.format(rows="\n".join(rows), when=info.get("when", "(not yet)")), GRADING, PACKAGE]
+    cells = [{"cell_type": "markdown", "id": f"map-{i:02d}", "metadata": {}, "source": t.splitlines(keepends=True)}
+             for i, t in enumerate(texts, 1)]
+    cells.append({"cell_type": "code", "execution_count": None, "id": "map-status", "metadata": {}, "outputs": [],
+                  "source": STATUS.splitlines(keepends=True)})
+    return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                                        "name": "python3"}, "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def notebook_text(root: Path = ROOT) -> str:
+    return json.dumps(notebook(root), indent=1, ensure_ascii=False) + "\n"
+
+
+def measure() -> dict:
+    """Run every solution notebook top to bottom (exports into a temporary folder) and record the seconds."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    seconds = {}
+    for c in CHAPTERS:
+        path = ROOT / "solutions" / f"{c.stem}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.environ["MINIBERT_EXPORT_DIR"] = tmp
+            start = time.perf_counter()
+            NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+                           ).execute()
+            seconds[c.stem] = round(time.perf_counter() - start, 1)
+        print(f"{c.stem}: {seconds[c.stem]} s", flush=True)
+    info = {"when": f"on {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPU cores, {platform.processor() or 'CPU'}",
+            "seconds": seconds}
+    TIMES.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minibert_course.course_map", description=__doc__.split("\n")[0])
+    parser.add_argument("--measure", action="store_true", help="run every solution notebook and record its time")
+    args = parser.parse_args(argv)
+    if args.measure:
+        measure()
+    print(readme_table())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
