@@ -194,7 +194,7 @@ def measure() -> dict:
                            ).execute()
             seconds[c.stem] = round(time.perf_counter() - start, 1)
         print(f"{c.stem}: {seconds[c.stem]} s", flush=True)
-    info = {"when": f"on {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPU cores, {platform.processor() or 'CPU'}",
+    info = {"when": f"on {time.strftime('%Y-%m-%d')} on a {os.cpu_count()}-core CPU ({platform.machine()})",
             "seconds": seconds}
     TIMES.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     return info

@@ -1,0 +1,164 @@
+"""The course in a real browser: headless Chromium (Debian's), driven by Playwright.
+
+1. A student's lab (`make lab`, as the README runs it, as root with the --allow-root the Makefile adds): chapter 04,
+   answered, opened in JupyterLab; Run > Run All Cells; then the page must show a matplotlib image, a rendered
+   widget (the chapter's sliders), every visible test's "OK" and no error output.
+2. The instructor's formgrader (`make formgrader`) on the course that `make grade` built for this session's class
+   run: it must list the chapters as assignments and a graded submission.
+Screenshots of each page are kept in build/test-artifacts/browser/. Chromium is installed with apt-get when it is
+missing (as root); the tests skip, saying why, only when it cannot be installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import ROOT, _autograder
+from test_lab import Lab
+
+pytestmark = pytest.mark.slow
+ARTIFACTS = ROOT / "build" / "test-artifacts" / "browser"
+CHAPTER = "04_masking"
+RUN_TIMEOUT_MS = 240_000
+
+
+def chromium() -> str:
+    """Debian's chromium: found, or installed with apt-get (as root); skip with the reason when neither works."""
+    found = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("no chromium, and it cannot be installed here (needs root and apt-get): apt-get install chromium")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]
+    done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=600)
+        done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
+    found = shutil.which("chromium")
+    if not found:
+        pytest.skip(f"chromium could not be installed with apt-get: {done.stderr[-500:]}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True,
+                                    args=["--headless", "--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class LabOn(Lab):
+    """`make lab` (or another target of the Makefile) serving `folder`, with extra environment."""
+
+    def __init__(self, tmp: Path, target: str = "lab", extra_args: list[str] = (), env: dict | None = None,
+                 make_vars: dict | None = None):
+        super().__init__(tmp)
+        self.target, self.extra_args, self.extra_env, self.make_vars = target, list(extra_args), env or {}, make_vars
+
+    def command(self) -> list[str]:
+        command = super().command()
+        command[command.index("lab")] = self.target
+        command[-1] += " " + " ".join(self.extra_args)
+        return command + [f"{k}={v}" for k, v in (self.make_vars or {}).items()]
+
+    def environment(self) -> dict[str, str]:
+        env = {**super().environment(), **self.extra_env}
+        env.pop("MPLBACKEND", None)  # the suite's Agg (no windows) would keep the plots out of the notebook
+        return env
+
+
+def shot(page, name: str) -> Path:
+    """A screenshot of the page as it is, kept in build/test-artifacts/browser/NAME.png."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    assert path.stat().st_size > 5000, f"{path}: an empty screenshot"
+    print(f"screenshot: {path}", file=sys.stderr)
+    return path
+
+
+def test_a_chapter_runs_in_jupyterlab_with_its_plot_widget_and_visible_tests(browser, tmp_path):
+    mutation = _autograder("mutation")
+    # `make lab` serves notebooks/: the answered release goes into a folder of its own there, removed afterwards
+    work = ROOT / "notebooks" / f"browser-test-{os.getpid()}"
+    work.mkdir()
+    nbformat.write(mutation.submission(CHAPTER, None), work / f"{CHAPTER}.ipynb")  # the release, answered
+    lab = LabOn(tmp_path, env={"MINIBERT_EXPORT_DIR": str(tmp_path / "export")})  # the export must not touch src/
+    page = None
+    try:
+        lab.start()
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{lab.base}/lab/tree/{work.name}/{CHAPTER}.ipynb?token={lab.token}", timeout=120_000)
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
+        page.wait_for_function("() => document.querySelector('.jp-Notebook-ExecutionIndicator') !== null "
+                               "&& !document.title.includes('Busy')", timeout=120_000)
+        shot(page, "01-notebook-opened")
+        page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
+        page.click("li.lm-Menu-item:has-text('Run All Cells')")
+        code_cells = sum(1 for c in nbformat.read(work / f"{CHAPTER}.ipynb", as_version=4).cells
+                         if c.cell_type == "code")
+        # every code cell has an execution number ([n], not [ ] or [*]) once the run is over
+        page.wait_for_function(
+            """n => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+                       return p.length === n && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }""",
+            arg=code_cells, timeout=RUN_TIMEOUT_MS, polling=1000)
+        # textContent, not innerText: JupyterLab skips rendering cells out of view (content-visibility)
+        text = page.text_content(".jp-NotebookPanel")
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        tracebacks = [e for e in errors.all_text_contents() if "Error" in e or "Traceback" in e]
+        assert not tracebacks, tracebacks[0][:2000]
+        for passed in ("expected counts: OK", "mask_tokens: OK"):
+            assert passed in text, f"the visible test's {passed!r} is not on the page"
+        images = page.locator(".jp-RenderedImage img[src^='data:image/png']")
+        assert images.count() >= 1, "no plot was rendered"
+        assert images.first.evaluate("img => img.naturalWidth") > 100
+        sliders = page.locator(".jupyter-widgets .widget-slider, .jupyter-widgets input[type='range']")
+        sliders.first.scroll_into_view_if_needed()
+        assert sliders.count() >= 1 and sliders.first.is_visible(), "the chapter's widget (sliders) did not render"
+        shot(page, "02-widget-rendered")
+        images.first.scroll_into_view_if_needed()
+        shot(page, "03-plot-rendered")
+        exported = tmp_path / "export" / "masking.py"
+        assert exported.exists(), "the export cell ran in the browser and wrote the module where it was told"
+    finally:
+        if page is not None:
+            page.close()
+        lab.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_the_formgrader_lists_the_chapters_and_a_graded_submission(browser, graded_class, tmp_path):
+    course = graded_class.course
+    lab = LabOn(tmp_path, target="formgrader", make_vars={"COURSE": str(course)})
+    lab.start()
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(f"{lab.base}/formgrader?token={lab.token}", timeout=120_000)
+        page.wait_for_selector("text=01_wordpiece", timeout=120_000)
+        listing = page.inner_text("body")
+        chapters = [p.stem for p in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))]
+        missing = [c for c in chapters if c not in listing]
+        assert not missing, f"the formgrader does not list {missing}"
+        shot(page, "04-formgrader-assignments")
+        page.goto(f"{lab.base}/formgrader/manage_submissions/02_embeddings?token={lab.token}", timeout=120_000)
+        page.wait_for_selector("text=control", timeout=120_000)
+        body = page.inner_text("body")
+        assert "control" in body and "graded" in body.lower(), body[:2000]
+        shot(page, "05-formgrader-submissions")
+    finally:
+        page.close()
+        lab.stop()
