@@ -60,3 +60,18 @@ def test_check_sync_command_passes():
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "in sync" in run.stdout
+
+
+def test_every_released_code_cell_is_valid_python():
+    """A stub left inside an expression (a `raise` in a dict literal) is a SyntaxError the student meets first."""
+    import ast
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                lines = cell.source.splitlines()
+                source = "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+                try:
+                    ast.parse(source)
+                except SyntaxError as exc:
+                    raise AssertionError(f"{path.name}, cell {cell.get('id')}: {exc}\n{cell.source[:500]}") from None
