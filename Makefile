@@ -79,7 +79,7 @@ finetune-compare: $(STAMP)  ## chapter 08: every task from scratch / runs/tiny /
 bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at chapter 06's setting, on this CPU
 	$(BIN)/python -m minibert.bench --device cpu --config tiny --seq 32 --batch-size 64 --vocab-size 4000
 
-gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped and resumed
+gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped at step 150, resumed, vs uninterrupted
 	$(BIN)/python -m minibert.bench --gpu-check
 
 masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 25 min; run again: resumes)

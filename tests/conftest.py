@@ -54,8 +54,9 @@ def root() -> Path:
 
 # ---- one real `make grade` run of a whole class, shared by the grading tests -----------------------------------
 # The class: for every chapter the solutions ("control") and the untouched release; every mutant of the mutation
-# catalogue (autograder/mutants/); the round-trip students; every hostile case (autograder/hostile.py). One grade.py
-# run with two workers grades them all: no submission is graded twice in the suite.
+# catalogue (autograder/mutants/); every honest variant (autograder/honest.py: correct answers in students' styles);
+# the round-trip students; every hostile case (autograder/hostile.py). One grade.py run with two workers grades them
+# all: no submission is graded twice in the suite.
 
 GRADE_JOBS = 2
 CELL_TIMEOUT = 40  # the infinite-loop case costs one worker this long
@@ -73,10 +74,10 @@ class GradedClass:
     course: Path
     drop: Path
     report: object
-    students: dict  # student id -> (kind, payload): ("mutant", Mutant) | ("control", chapter) | ("hostile", Case) ...
+    students: dict  # student id -> (kind, payload): ("mutant", Mutant) | ("honest", Variant) | ("hostile", Case) ...
     before: dict  # digests taken before grading
     stdout: str
-    catalogue_problems: dict  # chapter -> why its mutation catalogue could not be built
+    catalogue_problems: dict  # chapter (or "honest/NAME") -> why its mutants (that variant) could not be built
 
 
 def tree_digest(*paths: Path) -> str:
@@ -123,6 +124,20 @@ def graded_class(tmp_path_factory) -> GradedClass:
             student = f"m{chapter[:2]}-{m.name}"
             submit(student, chapter, mutation.submission(chapter, m))
             students[student] = ("mutant", m)
+    honest = _autograder("honest")
+    try:
+        variants = honest.variants()
+    except SystemExit as exc:  # a malformed honest catalogue fails tests/test_honest.py, not the whole session
+        catalogue_problems["honest"] = str(exc)
+        variants = []
+    for v in variants:
+        try:
+            nb = honest.submission(v)
+        except SystemExit as exc:  # a stale edit fails that variant's test only
+            catalogue_problems[f"honest/{v.name}"] = str(exc)
+            continue
+        submit(v.student, v.chapter, nb)
+        students[v.student] = ("honest", v)
     students["control"] = ("control", None)
     students["untouched"] = ("untouched", None)
     wrong = mutation.submission("01_wordpiece", None)

@@ -5,6 +5,10 @@
    widget (the chapter's sliders), every visible test's "OK" and no error output.
 2. The instructor's formgrader (`make formgrader`) on the course that `make grade` built for this session's class
    run: it must list the chapters as assignments and a graded submission.
+3. The formgrader on a course of its own, graded by `make grade`'s code: a manually graded markdown answer holding a
+   `<script>`, an `<img onerror>`, an `<iframe src=javascript:>` and a `javascript:` link shows its honest text and
+   runs none of them (no file written through the Jupyter API, no `window.__pwned`, no dialog); the same answer put
+   back unsanitized does run there (the control).
 Screenshots of each page are kept in build/test-artifacts/browser/. Chromium is installed with apt-get when it is
 missing (as root); the tests skip, saying why, only when it cannot be installed.
 """
@@ -15,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -159,6 +164,106 @@ def test_the_formgrader_lists_the_chapters_and_a_graded_submission(browser, grad
         body = page.inner_text("body")
         assert "control" in body and "graded" in body.lower(), body[:2000]
         shot(page, "05-formgrader-submissions")
+    finally:
+        page.close()
+        lab.stop()
+
+
+# ---- the formgrader on a hostile manually graded answer --------------------------------------------------------
+
+HOSTILE_CHAPTER, HOSTILE_ANSWER = "07_task_heads", "one-checkpoint-answer"  # a manually graded markdown answer
+HONEST = "All three tasks share one pretrained checkpoint (HONEST-ANSWER-7F3A)"
+
+
+def hostile_answer() -> str:
+    """An answer whose HTML, if the formgrader ran it, writes pwned-<vector>.txt into the course folder through the
+    Jupyter API (with the page's XSRF cookie, as the attack on the real formgrader did), sets window.__pwned and
+    opens an alert."""
+
+    def payload(name: str) -> str:
+        return ("(function(n){window.__pwned=n;try{top.__pwned=n}catch(e){}"
+                "var x=(document.cookie.match(/_xsrf=([^;]+)/)||[])[1]||'';"
+                "fetch('/api/contents/pwned-'+n+'.txt',{method:'PUT',headers:{'X-XSRFToken':decodeURIComponent(x),"
+                "'Content-Type':'application/json'},body:JSON.stringify({type:'file',format:'text',content:n})});"
+                f"alert(n)}})('{name}')")
+
+    return (f"**{HONEST}**, each with a small head on top of it.\n\n"
+            f"<script>{payload('script')}</script>\n\n"
+            f'A picture: <img src=x onerror="{payload("img")}">\n\n'
+            f'<iframe src="javascript:{payload("iframe")}"></iframe>\n\n'
+            f"[a link](javascript:{payload('link')})\n")
+
+
+def course_files(course: Path) -> set[str]:
+    return {str(p.relative_to(course)) for p in course.rglob("*")}
+
+
+def test_the_formgrader_runs_no_script_of_a_hostile_markdown_answer(browser, tmp_path):
+    grade = _autograder("grade")
+    mutation = _autograder("mutation")
+    submission = mutation.submission(HOSTILE_CHAPTER, None)
+    cells = [c for c in submission.cells if c.metadata.get("nbgrader", {}).get("grade_id") == HOSTILE_ANSWER]
+    assert len(cells) == 1 and cells[0].cell_type == "markdown"
+    cells[0].source = hostile_answer()
+    drop = tmp_path / "drop" / "mallory"
+    drop.mkdir(parents=True)
+    nbformat.write(submission, drop / f"{HOSTILE_CHAPTER}.ipynb")
+    course = tmp_path / "course"
+    report = grade.grade(course, tmp_path / "drop", [HOSTILE_CHAPTER], jobs=1, quiet=True)
+    row = next(r for r in report.rows if r["student"] == "mallory")
+    logs = "".join(p.read_text(encoding="utf-8")[-3000:] for p in course.glob("*autograde-*.log"))
+    assert row["score"] != "", f"autograde failed: {row['problem']}\n{logs}"
+    autograded = course / "autograded" / "mallory" / HOSTILE_CHAPTER / f"{HOSTILE_CHAPTER}.ipynb"
+    stored = [c.source for c in nbformat.read(autograded, as_version=4).cells
+              if c.metadata.get("nbgrader", {}).get("grade_id") == HOSTILE_ANSWER][0]
+    assert HONEST in stored and not any(word in stored for word in ("<script", "<iframe", "onerror"))
+    feedback = (course / "feedback" / "mallory" / HOSTILE_CHAPTER / f"{HOSTILE_CHAPTER}.html").read_text("utf-8")
+    assert HONEST in feedback and not any(w in feedback for w in ("<script>(function", "<iframe", "onerror="))
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "minibert") as gb:
+        submission_id = gb.find_submission_notebook(HOSTILE_CHAPTER, HOSTILE_CHAPTER, "mallory").id
+
+    lab = LabOn(tmp_path, target="formgrader", make_vars={"COURSE": str(course)})
+    lab.start()
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    url = f"{lab.base}/formgrader/submissions/{submission_id}/?token={lab.token}"
+    try:
+        page.goto(f"{lab.base}/formgrader?token={lab.token}", timeout=120_000)  # logs in: the XSRF cookie is set
+        page.wait_for_selector(f"text={HOSTILE_CHAPTER}", timeout=120_000)
+        before = course_files(course)
+        page.goto(url, timeout=120_000, wait_until="load")
+        page.wait_for_selector(f"text={HONEST}", timeout=60_000)
+        page.wait_for_timeout(3000)  # time for any handler and its request to run
+        pwned = sorted(p for p in course_files(course) - before if "pwned" in p)
+        assert not pwned, f"the answer's HTML ran in the formgrader and wrote {pwned}"
+        assert not any(course.rglob("pwned*")), "a file written by the answer's HTML is in the course folder"
+        flags = {frame.url: frame.evaluate("() => typeof window.__pwned") for frame in page.frames}
+        assert set(flags.values()) == {"undefined"}, flags
+        assert dialogs == [], dialogs
+        assert page.locator("#notebook iframe, #notebook script, #notebook img[onerror]").count() == 0
+        answer = page.locator(".nbgrader_cell", has_text=HONEST)
+        assert answer.count() == 1 and answer.locator("strong", has_text=HONEST).count() == 1
+        answer.scroll_into_view_if_needed()
+        shot(page, "06-formgrader-hostile-answer-sanitized")
+
+        # control: the same answer unsanitized in the autograded notebook runs in this very page, so the checks above
+        # would have seen it
+        nb = nbformat.read(autograded, as_version=4)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == HOSTILE_ANSWER:
+                cell.source = hostile_answer()
+        nbformat.write(nb, autograded)
+        page.goto(url, timeout=120_000, wait_until="load")
+        page.wait_for_selector(f"text={HONEST}", timeout=60_000)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not any(course.rglob("pwned-*.txt")):
+            page.wait_for_timeout(250)
+        ran = sorted(p.name for p in course.rglob("pwned-*.txt"))
+        assert ran and dialogs, ("the unsanitized control did not run in the formgrader: this test could not see "
+                                 f"an attack (files {ran}, dialogs {dialogs})")
     finally:
         page.close()
         lab.stop()

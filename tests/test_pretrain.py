@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -384,6 +383,64 @@ def test_a_second_ctrl_c_stops_at_once(resumed, tmp_path):
     assert after == before, "train() must give the Ctrl+C and SIGTERM handlers back"
 
 
+def without_time(history: list[dict]) -> list[dict]:
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+
+
+@pytest.mark.parametrize("stop_after", [6, 7, 10], ids=["at-a-checkpoint", "between-checkpoints", "last-step"])
+def test_stop_after_step_stops_as_sigterm_would_and_resumes_bit_for_bit(resumed, tmp_path, capsys, stop_after):
+    """stop_after_step=N (--stop-after-step N) stops after step N exactly as a SIGTERM during step N does: the same
+    checkpoint (weights, AdamW moments, random state, history), the same exit (SystemExit 143), at a known step, with
+    no timer. The same configuration run again resumes (step N is done) and ends bit for bit where the straight run
+    did. N = 6 is also a periodic checkpoint, N = 10 the last step."""
+    cfg = resumed["cfg"]
+    settings = dict(max_steps=10, checkpoint_every=3)
+    for name in ("flag", "signal"):
+        (tmp_path / name).mkdir()
+        shutil.copy(Path(cfg.out_dir) / "vocab.txt", tmp_path / name / "vocab.txt")
+    by_flag = recorded_run(tiny(tmp_path / "flag", **settings, stop_after_step=stop_after))
+    stopped = by_flag["stopped"]
+    assert isinstance(stopped, SystemExit) and stopped.code == 143, f"expected exit 143, got {stopped!r}"
+    assert len(by_flag["lrs"]) == stop_after, f"{len(by_flag['lrs'])} steps taken, asked to stop after {stop_after}"
+    assert f"--stop-after-step {stop_after}: stopped after step {stop_after}" in capsys.readouterr().out
+    by_signal = recorded_run(tiny(tmp_path / "signal", **settings), signal_at=(signal.SIGTERM, "forward",
+                                                                              stop_after - 1))
+    assert isinstance(by_signal["stopped"], SystemExit) and by_signal["stopped"].code == 143
+    assert_same_weights(tmp_path / "signal" / "checkpoint", tmp_path / "flag" / "checkpoint", "flag vs SIGTERM")
+    states = [torch.load(tmp_path / name / "checkpoint" / "trainer_state.pt", weights_only=False)
+              for name in ("flag", "signal")]
+    assert states[0]["step"] == stop_after and without_time(states[0]["history"]) == without_time(
+        states[1]["history"]), "the checkpoint of --stop-after-step differs from the one of SIGTERM"
+    again = recorded_run(tiny(tmp_path / "flag", **settings, stop_after_step=stop_after))
+    assert again["stopped"] is None and again["result"]["step"] == 10
+    assert len(again["batches"]) == 10 - stop_after, "the resumed run trains the steps after the stop only"
+    assert without_time(again["result"]["history"]) == without_time(resumed["a"]["result"]["history"])
+    assert_same_weights(Path(cfg.out_dir) / "checkpoint", tmp_path / "flag" / "checkpoint", f"stopped at {stop_after}")
+
+
+def test_stop_after_step_from_the_command_line_exits_143(resumed, tmp_path):
+    """The flag of `python -m minibert.pretrain`: the process ends with SIGTERM's status, 143, and the checkpoint
+    of step N; run again without the flag, it resumes and ends with the straight run's weights."""
+    cfg = resumed["cfg"]
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(Path(cfg.out_dir) / "vocab.txt", out / "vocab.txt")
+    first = subprocess.run([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10), "--stop-after-step", "5"],
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 143, first.stderr[-2000:]
+    assert "--stop-after-step 5: stopped after step 5" in first.stdout, first.stdout[-2000:]
+    assert torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["step"] == 5
+    again = subprocess.run([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10)], capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0 and "starting at step 5" in again.stdout, again.stderr[-2000:]
+    assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", "--stop-after-step 5, resumed")
+
+
+def test_stop_after_step_must_be_a_step():
+    with pytest.raises(ValueError, match="--stop-after-step 0"):
+        train(PretrainConfig(max_steps=10, stop_after_step=0), progress=False)
+
+
 KILL_SCRIPT = """
 import os, signal, sys
 import torch
@@ -430,30 +487,67 @@ def test_sigkill_leaves_a_whole_checkpoint_and_resumes_bit_for_bit(resumed, tmp_
     assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", "SIGKILL during a checkpoint write")
 
 
+RANDOM_KILL_SCRIPT = """
+import os, pathlib, signal, sys
+import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+import minibert.pretrain as pretrain
+from minibert.heads import BertForPreTraining
+kill_at, seen, armed = int(sys.argv[1]), [], [False]
+def event(what):  # one of the moments after the first whole checkpoint: SIGKILL at the kill_at-th of them
+    if armed[0]:
+        seen.append(what)
+        if len(seen) == kill_at:
+            print("SIGKILL before", what, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+real_forward, real_save, real_rename = BertForPreTraining.forward, torch.save, pathlib.Path.rename
+def forward(self, *args, **kwargs):
+    event("a training forward pass" if self.training else "an evaluation forward pass")
+    return real_forward(self, *args, **kwargs)
+def save(obj, path, *args, **kwargs):
+    event("the trainer state's write")
+    return real_save(obj, path, *args, **kwargs)
+def rename(self, target):
+    event("the rename to " + pathlib.Path(target).name)
+    moved = real_rename(self, target)
+    armed[0] = armed[0] or pathlib.Path(target).name == "checkpoint"
+    return moved
+BertForPreTraining.forward, torch.save, pathlib.Path.rename = forward, save, rename
+register_optimizer_step_pre_hook(lambda *_: event("an optimizer step"))
+code = pretrain.main(sys.argv[2:])
+print("the run ended after", len(seen), "moments", flush=True)
+sys.exit(code)
+"""
+# After the step-3 checkpoint, the 10 steps of cli_args(out, 10) have: 7 training forward passes and 7 optimizer
+# steps (steps 4..10), 2 evaluations of 2 batches (steps 5 and 10), 3 checkpoints (6, 9, 10) of one trainer-state
+# write and two renames each.
+MOMENTS_AFTER_FIRST_CHECKPOINT = 7 + 7 + 2 * 2 + 3 * 3
+
+
 def test_sigkill_at_a_random_moment_resumes_from_the_last_checkpoint(resumed, tmp_path):
-    """SIGKILL at a random moment of a command-line run: whatever it interrupted, the run resumes from a whole
-    checkpoint and ends with the straight run's weights."""
+    """SIGKILL at a random moment of a command-line run: whatever it interrupted (a forward pass, an evaluation, an
+    optimizer step, a checkpoint write, either rename), the run resumes from a whole checkpoint and ends with the
+    straight run's weights. The moment is drawn as a count of the run's own events, not as a delay: a timer would
+    race the run (on an idle machine the 10 steps end before it fires, and nothing is tested)."""
     cfg = resumed["cfg"]
     out = tmp_path / "run"
     out.mkdir()
     shutil.copy(Path(cfg.out_dir) / "vocab.txt", out / "vocab.txt")
-    proc = subprocess.Popen([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    while not (out / "checkpoint").exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(random.Random().uniform(0.0, 1.5))  # somewhere in the steps, evaluations and writes that follow
-    proc.kill()
-    proc.wait(timeout=60)
+    kill_at = random.Random().randint(1, MOMENTS_AFTER_FIRST_CHECKPOINT)
+    killed = subprocess.run([sys.executable, "-c", RANDOM_KILL_SCRIPT, str(kill_at), *cli_args(out, 10)],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, f"moment {kill_at}: {killed.stdout[-2000:]}{killed.stderr[-2000:]}"
     found = latest_checkpoint(out)
     assert found is not None, "the run was killed after its first checkpoint: one must be on disk"
     step = torch.load(found / "trainer_state.pt", weights_only=False)["step"]
-    print(f"\nkilled (status {proc.returncode}); resuming from {found.name} at step {step}")
+    print(f"\nmoment {kill_at} of {MOMENTS_AFTER_FIRST_CHECKPOINT}: {killed.stdout.splitlines()[-1]}; resuming from "
+          f"{found.name} at step {step}")
+    assert step in (3, 6, 9, 10)
     BertForPreTraining.from_pretrained(found)
     again = subprocess.run([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10)], capture_output=True,
                            text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", f"SIGKILL at step {step}")
+    assert_same_weights(Path(cfg.out_dir) / "checkpoint", out / "checkpoint", f"SIGKILL at moment {kill_at}")
 
 
 def test_epoch_sampler_draws_one_order_per_epoch():

@@ -118,24 +118,57 @@ def test_gpu_check_needs_a_gpu_and_says_so(tmp_path):
     assert proc.returncode != 0 and "sees no GPU" in proc.stderr, proc.stderr[-2000:]
 
 
+TINY_PRETRAIN = ("--device", "cpu", "--precision", "fp32", "--seq-len", "32", "--batch-size", "8", "--vocab-size",
+                 "800", "--hidden-size", "32", "--num-hidden-layers", "2", "--num-attention-heads", "2",
+                 "--intermediate-size", "64", "--warmup", "5", "--eval-every", "20", "--checkpoint-every", "20",
+                 "--limit-documents", "20")
+
+
+def without_time(history: list[dict]) -> list[dict]:
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+
+
 def test_gpu_check_steps_on_cpu_at_tiny_size(tmp_path):
-    """The GPU check's CPU twin: the same benchmark, the same pretraining stopped by SIGTERM after its first
-    checkpoint and resumed to the end, at tiny size, on a corpus exported as .txt (as for a machine without gensim)."""
+    """The GPU check's CPU twin: the same benchmark, the same pretraining stopped by --stop-after-step after step 50
+    (as a SIGTERM during that step would stop it, but at a known step: no timer races the run), resumed to the end,
+    and run again without a stop, at tiny size, on a corpus exported as .txt (as for a machine without gensim). On a
+    CPU the resumed curve is the uninterrupted one exactly. Step 50 is neither an evaluation nor a periodic
+    checkpoint (every 20 steps): the stop writes its own checkpoint, and the resumed run evaluates at 60 as the
+    uninterrupted one does."""
     from minibert.bench import export_corpus, gpu_check
 
     corpus = export_corpus(tmp_path / "wiki-txt")
     assert len(list(corpus.glob("*.txt"))) == 106
-    tiny = ("--device", "cpu", "--precision", "fp32", "--seq-len", "32", "--batch-size", "8", "--vocab-size", "800",
-            "--hidden-size", "32", "--num-hidden-layers", "2", "--num-attention-heads", "2",
-            "--intermediate-size", "64", "--warmup", "5", "--eval-every", "20", "--checkpoint-every", "20",
-            "--limit-documents", "20")
     figures = gpu_check(tmp_path / "check", corpus=str(corpus), steps=120, device="cpu", config="tiny",
-                        shapes=((32, 8),), pretrain_flags=tiny)
+                        shapes=((32, 8),), pretrain_flags=TINY_PRETRAIN, stop_after=50)
     assert figures["bench_tiny_32"]["loss_difference"] < 1e-4
     run = figures["pretrain_tiny"]
-    assert run["first_exit"] == 128 + 15 and 20 <= run["stopped_at_step"] < 120, run
-    assert run["resumed_exit"] == 0 and run["final_step"] == 120
+    brief = {k: v for k, v in run.items() if "history" not in k}
+    assert run["first_exit"] == 128 + 15 and run["stopped_at_step"] == 50, brief
+    assert run["resumed_exit"] == 0 and run["uninterrupted_exit"] == 0 and run["final_step"] == 120
     history = run["history"]
+    assert [h["step"] for h in history] == [20, 40, 60, 80, 100, 120]
+    assert without_time(history) == without_time(run["uninterrupted_history"]), "resumed != uninterrupted"
+    assert run["loss_difference"] == 0.0 and run["curves_match"] and figures["passed"]
     assert history[-1]["loss"] < history[0]["loss"], "the loss goes down"
     saved = json.loads((tmp_path / "check" / "gpu_check.json").read_text(encoding="utf-8"))
-    assert saved["pretrain_tiny"]["final_step"] == 120 and (tmp_path / "check" / "gpu_check.log").exists()
+    assert saved["pretrain_tiny"]["final_step"] == 120 and saved["passed"]
+    log = (tmp_path / "check" / "gpu_check.log").read_text(encoding="utf-8")
+    assert "--stop-after-step 50: stopped after step 50" in log and "next, resuming:" in log, log[-3000:]
+
+
+def test_gpu_check_that_stops_early_says_what_to_run_next(tmp_path, capsys):
+    """A pretraining run that fails (here: a flag the CLI does not know) ends the check early: not passed, the
+    figures so far in gpu_check.json, and the command to run next printed and logged."""
+    from minibert.bench import gpu_check
+
+    figures = gpu_check(tmp_path / "check", corpus="unused", steps=20, device="cpu", config="tiny", shapes=(),
+                        pretrain_flags=("--no-such-flag",))
+    assert figures["passed"] is False and figures["pretrain_tiny"]["first_exit"] == 2, figures
+    printed = capsys.readouterr().out
+    assert "GPU check stopped early: the stopped run exited with status 2, not 143" in printed, printed[-3000:]
+    next_line = printed[printed.index("Next, once the cause is fixed:"):]
+    assert "-m minibert.train" in next_line and "--stop-after-step 10" in next_line, next_line
+    saved = json.loads((tmp_path / "check" / "gpu_check.json").read_text(encoding="utf-8"))
+    assert saved["passed"] is False and "stopped run" in saved["pretrain_tiny"]["problem"]
+    assert "Next, once the cause is fixed:" in (tmp_path / "check" / "gpu_check.log").read_text(encoding="utf-8")

@@ -226,4 +226,10 @@ MUTANTS = [
         edits=[('if token in special_tokens and token != "[UNK]":',
                 'if token in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"):')],
     ),
+    dict(
+        exercise="mask-tokens-solution",
+        name="padding-can-be-target",
+        why="attention_mask ignored: padding that special_tokens_mask does not mark becomes a target",
+        edits=[("    if attention_mask is not None:\n        candidates &= attention_mask.bool()\n", "")],
+    ),
 ]

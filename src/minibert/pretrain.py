@@ -7,6 +7,8 @@ functions of (seed, step), and the checkpoint keeps the random state of dropout,
 resumed continues, bit for bit, as the run that was never interrupted.
 Why the loop stops only between steps: Ctrl+C and SIGTERM set a flag; the step in flight finishes, then the
 checkpoint is written. A checkpoint written in the middle of a step would hold one update more than its step says.
+`--stop-after-step N` sets the same flag during step N: a stop at a known step (tests, the GPU check), where a timer
+that sends SIGTERM would race the run.
 Why the schedule is fitted to the run: linear decay must reach zero when the run ends, whether it is given steps or
 minutes; a run that is extended decays on from the learning rate it had reached, it never warms up again.
 """
@@ -70,6 +72,9 @@ class PretrainConfig:
     eval_at_start: bool = field(default=False, metadata=_arg("also evaluate the untrained model (step 0) before "
                                                              "the first step, as the first point of the curves"))
     checkpoint_every: int = field(default=500, metadata=_arg("write the checkpoint every N steps"))
+    stop_after_step: int | None = field(default=None, metadata=_arg(
+        "stop after step N as a SIGTERM during it would: finish it, write the checkpoint, exit 143 (run again to "
+        "resume)"))
     seed: int = field(default=0, metadata=_arg("seed of the data order, the masks and the initialization"))
     hidden_size: int = field(default=128, metadata=_arg("model width H"))
     num_hidden_layers: int = field(default=2, metadata=_arg("encoder layers L"))
@@ -406,12 +411,15 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
 
     Raises:
         KeyboardInterrupt: after Ctrl+C, once the checkpoint of the last complete step is written.
-        SystemExit: the same after SIGTERM (exit status 143).
+        SystemExit: the same after SIGTERM (exit status 143), and after step `cfg.stop_after_step` (the run stops
+            there exactly as a SIGTERM during that step would stop it).
     """
     from tqdm.auto import tqdm
 
     if cfg.max_steps is None and cfg.max_minutes is None:
         raise ValueError("give max_steps or max_minutes (or both): the schedule must know where the run ends")
+    if cfg.stop_after_step is not None and cfg.stop_after_step < 1:
+        raise ValueError(f"--stop-after-step {cfg.stop_after_step}: give a step count of at least 1")
     out = Path(cfg.out_dir)
     device = start_process(cfg)
     rank, processes = world()
@@ -501,6 +509,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     bar = tqdm(total=schedule.total, initial=step, disable=not progress or not lead, desc="pretraining")
     saved = (step, len(history)) if checkpoint is not None else None  # what the checkpoint on disk holds
     loss_value, grad_norm = float("nan"), float("nan")
+    stopped_by = None  # what asked for the stop, when it was not a signal: "--stop-after-step N"
 
     def record() -> None:
         history.append({"step": step, "tokens": tokens, "train_loss": loss_value, "grad_norm": grad_norm,
@@ -560,6 +569,8 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
                 print(f"interrupted during step {step + 1}: checkpoint of step {step} saved in {out / 'checkpoint'}")
                 raise
             step += 1
+            if step == cfg.stop_after_step and stop.received is None:  # as if SIGTERM had come during this step
+                stop.received, stopped_by = signal.SIGTERM, f"--stop-after-step {step}"
             tokens += cfg.batch_size * batch["input_ids"].shape[1]  # the whole batch's rows, all processes
             bar.update(1)
             bar.set_postfix(loss=f"{loss_value:.3f}")
@@ -581,7 +592,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
             record()  # the final figures (a stopped run keeps the history an uninterrupted run would have)
         checkpoint_now()
     if stop.received:
-        name = signal.Signals(stop.received).name
+        name = stopped_by or signal.Signals(stop.received).name
         if lead:
             print(f"{name}: stopped after step {step}; checkpoint saved in {out / 'checkpoint'}; run again to resume")
         if stop.received == signal.SIGINT:

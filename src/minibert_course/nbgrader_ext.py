@@ -202,6 +202,7 @@ class SealedExecute(NbGraderPreprocessor):
 
         import nbformat
 
+        from minibert_course.sanitize import plain_outputs, sanitize_markdown
         from minibert_course.sealed import Sandbox, plan_submission, run_cells
 
         info = resources["nbgrader"]
@@ -226,6 +227,8 @@ class SealedExecute(NbGraderPreprocessor):
             answer = planned.kind == "student" or (planned.kind == "markdown" and cell.get("metadata", {}).get(
                 "nbgrader", {}).get("solution"))  # a manually graded answer is the student's text too
             cell.source = neutralize_markers(planned.source) if answer else planned.source
+            if answer and cell.cell_type == "markdown":  # the formgrader and the feedback render it: no active HTML
+                cell.source = sanitize_markdown(cell.source)
             if cell.cell_type == "code":
                 cell.outputs = []
                 cell.execution_count = None
@@ -234,7 +237,7 @@ class SealedExecute(NbGraderPreprocessor):
                     cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
                                                            text="(a demo cell: not run while grading)\n")]
                 elif ran is not None:
-                    cell.outputs = [nbformat.from_dict(o) for o in graded_outputs(ran)]
+                    cell.outputs = [nbformat.from_dict(o) for o in plain_outputs(graded_outputs(ran))]
             cells.append(cell)
         nb.cells = cells
         report = {"student": student, "assignment": assignment, "notebook": notebook, "seconds": result.seconds,

@@ -33,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,8 @@ class PlannedCell:
     cell_id: str | None = None
     points: float = 0.0
     source_index: int | None = None  # position in the instructor's notebook; None for a cell the student added
+    exposes: list[str] = field(default_factory=list)  # answer cells: the names the instructor's solution defines
+    imports: str = ""  # answer cells: the import statements of the instructor's solution (the checker runs them)
 
 
 @dataclass
@@ -87,9 +90,33 @@ def plan_source_notebook(nb) -> Plan:
     cells = []
     for index, cell in enumerate(nb.cells):
         meta = nbgrader_meta(cell)
-        cells.append(PlannedCell(instructor_kind(cell), cell.source, meta.get("grade_id"), cell.get("id"),
-                                 float(meta.get("points", 0) or 0), index))
+        kind = instructor_kind(cell)
+        cells.append(PlannedCell(kind, cell.source, meta.get("grade_id"), cell.get("id"),
+                                 float(meta.get("points", 0) or 0), index,
+                                 exposed_names(cell.source) if kind == "student" else [],
+                                 solution_imports(cell.source) if kind == "student" else ""))
     return Plan(cells)
+
+
+def solution_imports(solution_source: str) -> str:
+    """The top-level import statements of an instructor's answer cell: the checker runs them in its namespace
+    (the definitions around them need those names there too)."""
+    try:
+        tree = ast.parse(solution_source)
+    except SyntaxError:
+        return ""
+    return "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def exposed_names(solution_source: str) -> list[str]:
+    """The names an answer cell defines in the instructor's solution (functions, classes, assigned names; not
+    imports): the ones the tests may use, fetched from the student's process while grading."""
+    import builtins
+
+    from minibert_course.checker import top_level_bindings
+
+    bound, imported = top_level_bindings(solution_source)
+    return sorted(n for n in bound - imported if not hasattr(builtins, n) and not n.startswith("__"))
 
 
 def plan_submission(source_nb, submitted: dict) -> Plan:
@@ -97,7 +124,8 @@ def plan_submission(source_nb, submitted: dict) -> Plan:
 
     `submitted` is the submission as parsed JSON (never trusted beyond its answer cells' sources)."""
     sub_cells = [c for c in submitted.get("cells", []) if isinstance(c, dict)]
-    known_ids = {c.get("id") for c in source_nb.cells} | {nbgrader_meta(c).get("grade_id") for c in source_nb.cells}
+    known_ids = ({c.get("id") for c in source_nb.cells} | {nbgrader_meta(c).get("grade_id") for c in source_nb.cells})
+    known_ids.discard(None)  # a cell without an id (the student's own) is not an instructor cell
     by_grade_id, by_cell_id = {}, {}
     for c in sub_cells:
         gid = nbgrader_meta(c).get("grade_id")
@@ -111,8 +139,8 @@ def plan_submission(source_nb, submitted: dict) -> Plan:
         return "".join(src) if isinstance(src, list) else str(src)
 
     # cells the student added (unknown id, no known grade_id), kept after the instructor cell they follow
-    added: dict[str | None, list[str]] = {}
-    anchor = None
+    added: dict[str, list[str]] = {}
+    anchor = TOP = "\0top"
     for c in sub_cells:
         gid = nbgrader_meta(c).get("grade_id")
         if c.get("id") in known_ids or gid in known_ids:
@@ -122,7 +150,7 @@ def plan_submission(source_nb, submitted: dict) -> Plan:
             added.setdefault(anchor, []).append(text(c))
 
     problems, cells = [], []
-    for extra in added.get(None, []):  # added above every instructor cell
+    for extra in added.get(TOP, []):  # added above every instructor cell
         cells.append(PlannedCell("student", extra))
     for index, cell in enumerate(source_nb.cells):
         meta = nbgrader_meta(cell)
@@ -137,8 +165,11 @@ def plan_submission(source_nb, submitted: dict) -> Plan:
                 source = ""
             else:
                 source = text(answer)
-        cells.append(PlannedCell(kind, source, gid, cid, float(meta.get("points", 0) or 0), index))
-        for extra in added.get(gid, []) + (added.get(cid, []) if cid != gid else []):
+        cells.append(PlannedCell(kind, source, gid, cid, float(meta.get("points", 0) or 0), index,
+                                 exposed_names(cell.source) if kind == "student" else [],
+                                 solution_imports(cell.source) if kind == "student" else ""))
+        keys = [k for k in dict.fromkeys((gid, cid)) if isinstance(k, str)]
+        for extra in [source for k in keys for source in added.get(k, [])]:
             cells.append(PlannedCell("student", extra))
     return Plan(cells, problems)
 
@@ -361,10 +392,12 @@ class RunResult:
 class Sandbox:
     """How the judge is started: bubblewrap when it is there, else an unprivileged uid with rlimits only."""
 
-    def __init__(self, uid: int = 61000, memory: int = MEMORY_BYTES, cpu_seconds: int = 1800):
+    def __init__(self, uid: int = 61000, memory: int = MEMORY_BYTES, cpu_seconds: int = 1800,
+                 shared: str | None = None):
         self.uid = uid
         self.memory = memory
         self.cpu_seconds = cpu_seconds
+        self.shared = shared  # the checker's scratch folder: files tests write for the student's code (read-only)
         self.bwrap = shutil.which("bwrap")
         self.root = os.geteuid() == 0
         self.works = self.bwrap is not None and self._probe()
@@ -429,6 +462,8 @@ class Sandbox:
             args += ["--ro-bind", str(prefix), str(prefix)]
         if package.exists():
             args += ["--ro-bind", str(package), "/judge"]
+        if self.shared and Path(self.shared).is_dir():
+            args += ["--ro-bind", self.shared, self.shared]
         args.append("--")
         if self.root:
             args += [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={self.uid}", f"--regid={self.uid}",
@@ -453,18 +488,18 @@ class Sandbox:
         if self._switch_uid:
             self._drop_to_uid()
 
-    def start(self, package: Path) -> subprocess.Popen:
+    def start(self, package: Path, script: str = "judge.py") -> subprocess.Popen:
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp",
                "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/matplotlib", "NBGRADER_EXECUTION": "autograde",
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                "LANG": "C.UTF-8", "TQDM_DISABLE": "1"}
         if self.works:
-            cmd = self._bwrap_args(package) + [sys.executable, "-I", "/judge/judge.py"]
+            cmd = self._bwrap_args(package) + [sys.executable, "-I", f"/judge/{script}"]
             preexec = self._limits
         else:
             self.switch_uid()
-            cmd = [sys.executable, "-I", str(package / "judge.py")]
+            cmd = [sys.executable, "-I", str(package / script)]
             env["HOME"] = env["MPLCONFIGDIR"] = str(package)  # read-only; matplotlib falls back to a temp dir
             preexec = self._drop_privileges
         return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -488,14 +523,27 @@ def build_judge_package(dest: Path, chapter: str, solutions: list[Path], release
     shutil.copytree(HERE, dest / "minibert_course", ignore=shutil.ignore_patterns("__pycache__", "sealed.py",
                                                                                   "release.py"))
     shutil.copy2(HERE / "judge.py", dest / "judge.py")
+    shutil.copy2(HERE / "judge_inprocess.py", dest / "judge_inprocess.py")
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return dest
 
 
-def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = None, *, sandbox: Sandbox | None = None,
-              cell_timeout: int = 120, total_timeout: int = 900, screen_code: bool = True) -> RunResult:
-    """Run a plan's cells in the sandboxed judge; the verdict of each test cell comes from the judge's result."""
+GRADER = "MINIBERT_GRADER"  # "checker" (the default): verdicts in the checker; "inprocess": the old judge
+
+
+def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = None, **kwargs) -> RunResult:
+    """Run a plan's cells: with the checker, or the old in-process judge when `MINIBERT_GRADER=inprocess`."""
+    if os.environ.get(GRADER, "checker") == "checker":
+        return run_cells_checked(plan, package, chapter, **kwargs)
+    return run_cells_inprocess(plan, package, chapter, **kwargs)
+
+
+def run_cells_inprocess(plan: Plan, package: Path | None = None, chapter: str | None = None, *,
+                        sandbox: Sandbox | None = None, cell_timeout: int = 120, total_timeout: int = 900,
+                        screen_code: bool = True) -> RunResult:
+    """The grader before the checker (the default until the checker has passed the whole class run): every cell,
+    tests included, in one sandboxed interpreter (`judge_inprocess.py`), behind the static screen."""
     start = time.perf_counter()
     sandbox = sandbox or Sandbox()
     if package is None:
@@ -515,7 +563,7 @@ def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = Non
                     , ran=False))
         result.seconds = time.perf_counter() - start
         return result
-    proc = sandbox.start(package)
+    proc = sandbox.start(package, "judge_inprocess.py")
     deadline = time.monotonic() + total_timeout
     dead_reason = None
     try:
@@ -565,6 +613,71 @@ def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = Non
                 c.passed = False
                 c.outputs.append(_error("Tampering", "flagged for review: " + "; ".join(result.flags)))
     result.flags = list(dict.fromkeys(result.flags))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+
+
+def run_cells_checked(plan: Plan, package: Path | None = None, chapter: str | None = None, *,
+                      sandbox: Sandbox | None = None, cell_timeout: int = 120, total_timeout: int = 900,
+                      screen_code: bool = True) -> RunResult:
+    """Run a plan: its given and answer cells in the sandboxed worker, its test cells in the checker.
+
+    The checker (`python -m minibert_course.checker`) is a process of its own, started here; it starts the worker.
+    This process only plans and reads the checker's verdicts. The static screen only adds review notes."""
+    start = time.perf_counter()
+    sandbox = sandbox or Sandbox()
+    if package is None:
+        package = _default_package(plan, chapter)
+    result = RunResult([], problems=list(plan.problems), sandbox=sandbox.describe())
+    if screen_code:
+        student_sources = [c.source for c in plan.cells if c.kind == "student"]
+        aliases = module_aliases([c.source for c in plan.cells if c.kind in ("given", "test")])
+        verdict = screen(student_sources, aliases)
+        result.review += [f"screen: {t}" for t in verdict.tamper + verdict.review]
+    names = sorted({n for c in plan.cells for n in c.exposes})
+    request = {
+        "cells": [{"kind": c.kind, "source": c.source, "grade_id": c.grade_id, "exposes": c.exposes,
+                   "imports": c.imports} for c in plan.cells],
+        "student_names": names, "package": str(Path(package).resolve()), "preload": PRELOAD,
+        "sandbox": {"uid": sandbox.uid, "memory": sandbox.memory, "cpu_seconds": sandbox.cpu_seconds},
+        "bubblewrap": sandbox.works,  # a caller that turned bubblewrap off (a test of the fallback) keeps it off
+        "cell_timeout": cell_timeout, "total_timeout": total_timeout,
+    }
+    env = dict(os.environ, NBGRADER_EXECUTION="autograde", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               MPLBACKEND="Agg", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               PYTHONDONTWRITEBYTECODE="1")
+    scratch = Path(tempfile.mkdtemp(prefix="minibert-checker-"))
+    scratch.chmod(0o755)
+    env["TMPDIR"] = str(scratch)  # files a test writes for the student's code: bound read-only into the sandbox
+    request["sandbox"]["shared"] = str(scratch)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "minibert_course.checker"], input=json.dumps(request),
+                              capture_output=True, text=True, env=env, cwd=str(scratch),
+                              timeout=total_timeout + 120)
+        reply = json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None
+        if os.environ.get("MINIBERT_CHECKER_DEBUG"):
+            sys.stderr.write(proc.stderr[-5000:])
+        why = None if reply else f"the checker failed (exit code {proc.returncode}): {proc.stderr[-2000:]}"
+    except subprocess.TimeoutExpired:
+        reply, why = None, "the checker ran past the notebook's time limit"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if reply is None:
+        result.problems.append(why)
+        for i, c in enumerate(plan.cells):
+            if c.kind == "test":
+                result.cells.append(CellResult(i, c.kind, c.grade_id, False, [_error("NotRun", why[:500])],
+                                               ran=False))
+        result.seconds = time.perf_counter() - start
+        return result
+    for c in reply["cells"]:
+        result.cells.append(CellResult(c["index"], c["kind"], c["grade_id"], bool(c["passed"]), c["outputs"],
+                                       seconds=float(c.get("seconds", 0))))
+    result.flags += reply.get("flags", [])
+    result.problems += reply.get("problems", [])
+    result.sandbox = reply.get("sandbox", result.sandbox)
     result.seconds = time.perf_counter() - start
     return result
 
