@@ -11,9 +11,10 @@ by its graded cells). Only the chapters that have submissions are graded (or tho
 Every chapter is its own nbgrader assignment, graded on its own: while chapter N is graded, the package that the
 notebook imports holds the reference code of chapters before N only (chapter N and later are stubs), so a mistake
 in one chapter costs no points in another, and a submission cannot import the answer. Autograde runs each
-submission sealed (minibert_course.sealed: the instructor's notebook with the student's answers, in a sandboxed
-plain interpreter; tampering is flagged and earns 0). Submissions are split into JOBS shards; each shard is an
-independent course folder with its own gradebook, graded by its own `nbgrader autograde`, and merged at the end.
+submission sealed (minibert_course.sealed: the student's answers run in a sandboxed worker, the tests in a checker
+process that runs no student code; a run-time fault fails the test it touched and is flagged for review).
+Submissions are split into JOBS shards; each shard is an independent course folder with its own gradebook, graded
+by its own `nbgrader autograde`, and merged at the end.
 
 Writes DIR/grades.csv (student, one column per chapter, total), DIR/grades-detail.csv (one row per submission, with
 problems and flags), DIR/summary.txt and summary.json (graded, not graded with the reason, flagged, feedback
@@ -481,7 +482,7 @@ def write_outputs(course: Path, report: Report, chapters: list[str]) -> None:
         "not_graded": [{"student": r["student"], "chapter": r["assignment"], "reason": r["problem"]}
                        for r in rows if r["score"] == ""],
         "flagged": [{"student": r["student"], "chapter": r["assignment"], "reason": r["flags"] or r["review"],
-                     "zeroed": bool(r["flags"])} for r in rows if r["flags"] or r["review"]],
+                     "runtime_fault": bool(r["flags"])} for r in rows if r["flags"] or r["review"]],
         "feedback_missing": [{"student": r["student"], "chapter": r["assignment"]} for r in graded
                              if r["feedback"] == "MISSING"],
         "seconds_total": round(report.seconds, 1),
@@ -494,7 +495,8 @@ def write_outputs(course: Path, report: Report, chapters: list[str]) -> None:
              f"(per submission: mean {summary['seconds_per_submission']['mean']} s, max "
              f"{summary['seconds_per_submission']['max']} s)", f"sandbox: {report.sandbox}"]
     lines += [f"NOT GRADED {x['student']} {x['chapter']}: {x['reason']}" for x in summary["not_graded"]]
-    lines += [f"FLAGGED {x['student']} {x['chapter']} ({'graded 0' if x['zeroed'] else 'graded'}): {x['reason']}"
+    lines += [f"FLAGGED {x['student']} {x['chapter']} "
+              f"({'a run-time fault' if x['runtime_fault'] else 'review note'}): {x['reason']}"
               for x in summary["flagged"]]
     lines += [f"FEEDBACK MISSING {x['student']} {x['chapter']}" for x in summary["feedback_missing"]]
     (course / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -79,9 +79,9 @@ def test_the_summary_names_every_flagged_and_ungraded_case(graded_class):
     for case in CASES:
         row = row_of(graded_class, case.name)
         if row["flags"]:
-            assert f"FLAGGED h-{case.name} {case.chapter} (graded 0)" in summary, case.name
+            assert f"FLAGGED h-{case.name} {case.chapter} (a run-time fault)" in summary, case.name
         elif row["review"]:
-            assert f"FLAGGED h-{case.name} {case.chapter} (graded)" in summary, case.name
+            assert f"FLAGGED h-{case.name} {case.chapter} (review note)" in summary, case.name
         if not case.graded:
             assert f"NOT GRADED h-{case.name} {case.chapter}" in summary, case.name
     assert "sandbox: bubblewrap sandbox" in summary or "NO FILESYSTEM ISOLATION" in summary

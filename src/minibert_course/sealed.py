@@ -1,24 +1,21 @@
-"""Sealed grading: what a submission runs, where it runs, and how a test's verdict reaches the gradebook.
+"""Sealed grading: what a submission runs, where it runs, and where a test's verdict is decided.
 
-The rules (issue 7), and how each is kept:
-
-1. Only the student's answers come from the submission. The graded notebook is the instructor's: given cells and
-   test cells (hidden tests included) come from the course's source notebook; from the submission we take the
-   answer cells (matched by nbgrader grade_id, else by cell id) and the code cells the student added. Deleted,
-   emptied or edited test cells, changed ids, a wrong kernel or a 50 MB output change nothing.
-2. The answers are screened before they run (`screen`): code that reaches for the grader's machinery (frames,
-   `gc`, `sys.modules`, trace hooks, IPython's transformers and events, `exec`/`eval`, monkeypatching a module,
-   a class that fakes `__eq__`, `os._exit`, `fork`, ...) is not graded: the submission gets 0 and is flagged
-   for review with the reason. Using `transformers` only flags it for review.
-3. The cells run in a plain interpreter (`minibert_course.judge`), not an IPython kernel, so there are no cell
-   transformers, event hooks or exception handlers to register; before and after every test cell the judge checks
-   that nothing a test relies on was replaced.
-4. The interpreter runs in a sandbox (`Sandbox`): bubblewrap gives it a private root holding only the system, the
+1. Only the student's answers come from the submission (`plan_submission`). The graded notebook is the
+   instructor's: given cells and test cells (hidden tests included) come from the course's source notebook; from the
+   submission we take the answer cells (matched by nbgrader grade_id, else by cell id) and the code cells the
+   student added (run after the instructor cell they follow). Deleted, emptied or edited test cells, changed ids, a
+   wrong kernel or a 50 MB output change nothing.
+2. The verdict is decided outside the process where student code runs (`run_cells` -> `minibert_course.checker`).
+   The given and answer cells run in the worker (`minibert_course.judge`), the tests in the checker, which talks to
+   the worker only through `minibert_course.wire` (data, never code). A static `screen` of the answers remains, as
+   review notes for the instructor only: it never takes a point.
+3. The worker runs in a sandbox (`Sandbox`): bubblewrap gives it a private root holding only the system, the
    Python environment (read-only) and the package of the chapters BEFORE the graded one (the graded chapter and
-   later ones as stubs, read-only), a private /tmp and working folder (tmpfs), no network, its own PID namespace
-   (no process outlives it), an unprivileged uid, and rlimits on memory, processes, file size and CPU time.
-   Without bubblewrap the judge still runs as an unprivileged uid with the same rlimits in its own process group,
-   and `Sandbox.describe()` says what is missing.
+   later ones as stubs, read-only), a private /tmp and working folder (tmpfs), the checker's scratch folder
+   read-only (files a test writes for the student's code), no network, its own PID namespace (no process outlives
+   it), an unprivileged uid, and rlimits on memory, processes, file size and CPU time. Without bubblewrap the worker
+   still runs as an unprivileged uid with the same rlimits in its own process group, and `Sandbox.describe()` says
+   what is missing.
 """
 
 from __future__ import annotations
