@@ -106,4 +106,10 @@ MUTANTS = [
     dict(exercise="span-solution", name="end-start-only",
          why="the span must end where the best start is (start == end only)",
          edits=[(_VALID, "valid = (i[:, None] == i[None, :]) & (i[None, :] - i[:, None] < max_answer_length)")]),
+    dict(
+        exercise="seq-cls-solution",
+        name="problem-type-ignored",
+        why="the loss follows num_labels and the labels' dtype only: a problem_type set in the config is ignored",
+        edits=[("problem = self.config.problem_type or (", "problem = (")],
+    ),
 ]

@@ -589,6 +589,8 @@ class Run:
         self.problems: list[str] = []
         self.results: list[dict] = []
         self.done: list[int] = []  # worker cells run so far (replayed after a restart)
+        self.snapshots: dict[int, dict] = {}  # answer cell -> the exercise's names after it ran
+        self.at = 0  # the cell the checker is running
         self.restarts = 0
 
     def fresh_namespace(self) -> dict:
@@ -608,9 +610,11 @@ class Run:
             return False
         try:
             self.start()
+            self.snapshots = {}
             for i in self.done:
-                self.worker_exec(self.cells[i])
+                self.worker_exec(i, self.cells[i])
             for i in range(upto):
+                self.at = i
                 self.checker_prepare(i, self.cells[i])
         except WorkerLost:
             return False
@@ -625,15 +629,20 @@ class Run:
             return self.checker_exec(cell)
         return []
 
-    def worker_exec(self, cell: dict) -> dict:
+    def worker_exec(self, i: int, cell: dict) -> dict:
         self.conn.deadline = min(self.deadline, time.monotonic() + self.cell_timeout + 10)
         reply, _ = self.conn.request({"op": "exec", "source": cell["source"], "timeout": self.cell_timeout})
+        if cell["kind"] == "student" and cell.get("exposes"):
+            # the exercise's names as this answer cell left them (a later given cell may rebind them, as in a
+            # kernel, where the tests in between still see the student's)
+            self.snapshots[i] = self.conn.get([n for n in cell["exposes"] if not hasattr(builtins, n)])
         return reply
 
     def refresh_names(self) -> None:
-        names = [n for n in self.student_names]
-        if names:
-            self.ns.update(self.conn.get(names))
+        """The exercise's names in the checker's namespace: from the last answer cell before the running cell."""
+        for i in sorted(self.snapshots):
+            if i < self.at:
+                self.ns.update(self.snapshots[i])
 
     def checker_exec(self, cell: dict, quiet_errors: bool = False) -> list[dict]:
         from minibert_course import grading
@@ -688,7 +697,7 @@ class Run:
                 continue
             t0 = time.perf_counter()
             try:
-                reply = self.worker_exec(cell)
+                reply = self.worker_exec(i, cell)
                 outputs = reply.get("outputs", []) if type(reply.get("outputs")) is list else []
                 results[i] = _result(i, cell, bool(reply.get("ok")), [_clean_output(o) for o in outputs][:20],
                                      time.perf_counter() - t0)
@@ -701,6 +710,7 @@ class Run:
             if kind in ("markdown", "demo"):
                 continue
             t0 = time.perf_counter()
+            self.at = i
             if not alive or time.monotonic() > self.deadline:
                 if kind == "test" or i not in results:
                     why = "the notebook ran past its time limit" if alive else "the grading worker was lost"
