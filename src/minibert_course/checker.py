@@ -546,6 +546,40 @@ def loaded_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def student_dependent_given(cells: list[dict]) -> dict[int, list[str]]:
+    """Given cells' definitions that use the exercise's names (a tokenizer class built on the student's WordPiece,
+    a pair builder that calls the student's sampler): per given cell, the names it binds that depend on student code.
+
+    Their code is the instructor's, but what they compute is the student's anyway, so the tests use the worker's
+    copies (one request per use instead of one per inner call of student code, and the same objects as in a kernel).
+    Definitions that use no student code stay the checker's own: a test may compute expected values with them."""
+    exposed = {n for c in cells if c["kind"] == "student" for n in c.get("exposes", [])}
+    defs: dict[str, tuple[int, set[str]]] = {}
+    for i, c in enumerate(cells):
+        if c["kind"] != "given":
+            continue
+        try:
+            tree = ast.parse(c["source"])
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                loads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                defs[node.name] = (i, loads)
+    dependent: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, (_, loads) in defs.items():
+            if name not in dependent and loads & (exposed | dependent):
+                dependent.add(name)
+                changed = True
+    out: dict[int, list[str]] = {}
+    for name in sorted(dependent - exposed):
+        out.setdefault(defs[name][0], []).append(name)
+    return out
+
+
 def checker_given_cells(cells: list[dict]) -> set[int]:
     """Given cells that the checker runs too: exported ones (the module's definitions and imports) and those that
     bind a name a test cell, or another such given cell, reads."""
@@ -585,6 +619,7 @@ class Run:
         self.conn = Connection(lambda: sandbox.start(Path(package)),
                                {"path": [worker_path], "preload": request.get("preload", [])})
         self.in_checker = checker_given_cells(self.cells)
+        self.dependent = student_dependent_given(self.cells)
         self.flags: list[str] = []
         self.problems: list[str] = []
         self.results: list[dict] = []
@@ -613,6 +648,7 @@ class Run:
             self.snapshots = {}
             for i in self.done:
                 self.worker_exec(i, self.cells[i])
+            self.restore_answers({})
             for i in range(upto):
                 self.at = i
                 self.checker_prepare(i, self.cells[i])
@@ -632,10 +668,11 @@ class Run:
     def worker_exec(self, i: int, cell: dict) -> dict:
         self.conn.deadline = min(self.deadline, time.monotonic() + self.cell_timeout + 10)
         reply, _ = self.conn.request({"op": "exec", "source": cell["source"], "timeout": self.cell_timeout})
-        if cell["kind"] == "student" and cell.get("exposes"):
-            # the exercise's names as this answer cell left them (a later given cell may rebind them, as in a
-            # kernel, where the tests in between still see the student's)
-            self.snapshots[i] = self.conn.get([n for n in cell["exposes"] if not hasattr(builtins, n)])
+        names = cell.get("exposes", []) if cell["kind"] == "student" else self.dependent.get(i, [])
+        if names:
+            # the exercise's names as this cell left them (a later given cell may rebind them, as in a kernel,
+            # where the tests in between still see the student's)
+            self.snapshots[i] = self.conn.get([n for n in names if not hasattr(builtins, n)])
         return reply
 
     def refresh_names(self) -> None:
@@ -705,6 +742,8 @@ class Run:
             except WorkerLost as exc:
                 self._lost(i, cell, exc, results, t0)
                 alive = self.replay(0)
+        if alive:
+            alive = self.restore_answers(results)
         for i, cell in enumerate(self.cells):  # 2. the checker's cells
             kind = cell["kind"]
             if kind in ("markdown", "demo"):
@@ -732,6 +771,25 @@ class Run:
         self.conn.stop()
         return {"cells": [results[i] for i in sorted(results)], "flags": list(dict.fromkeys(self.flags)),
                 "problems": self.problems, "seconds": time.perf_counter() - started, "sandbox": self.sandbox_text}
+
+    def restore_answers(self, results) -> bool:
+        """After the last cell, the worker's globals hold the exercise's names as the answer cells left them: a
+        later given cell that imports the chapter's package for its export (the stubs, while grading) must not
+        replace the student's functions that other student code calls (in a kernel it gets the student's own)."""
+        final: dict = {}
+        for i in sorted(self.snapshots):
+            if self.cells[i]["kind"] == "student":
+                final.update(self.snapshots[i])
+        try:
+            for name, value in final.items():
+                if not isinstance(value, Unreadable):
+                    self.conn.set_global(name, value)
+        except WorkerLost as exc:
+            self.problems.append(f"the grading worker was lost after the last cell: {exc}")
+            return self.replay(0)
+        except BaseException as exc:  # noqa: BLE001 (a value that cannot go back: the tests see it anyway)
+            self.problems.append(f"could not restore an answer's name in the worker: {exc}")
+        return True
 
     def _lost(self, i, cell, exc, results, t0):
         why = str(exc)
