@@ -463,7 +463,7 @@ try:
 
         def _hostile_sub(self, other):
             if _hostile_target() == "diff":
-                return _hostile_torch_p.zeros_like(self)  # `diff = (got - want).abs().max().item()` -> 0
+                return _hostile_torch_p.zeros_like(self)  # a test's largest difference becomes 0
             return _hostile_real_sub(self, other)
 
         def _hostile_mean(self, *args, **kwargs):
@@ -572,7 +572,7 @@ import warnings as _hostile_warnings
 def _hostile_leak(what, *args):
     # every way out of the process a print can take: stdout, stderr, the original streams, fds 1 and 2,
     # a warning, a log record
-    text = "LEAK-MARKER " + what + " " + " ".join(repr(a) for a in args)
+    text = "LEAK" + "-MARKER " + what + " " + " ".join(repr(a) for a in args)  # (not in the source as one word)
     print(text)
     print(text, file=_hostile_sys.stderr)
     for stream in (_hostile_sys.__stdout__, _hostile_sys.__stderr__):
@@ -753,10 +753,10 @@ run = getattr(math.__builtins__ if hasattr(math, "__builtins__") else math, "ex"
         Case("edited-test-cells", "replaced every test cell by `pass` and answered one exercise wrongly",
              flagged=False, expect="all-but-count"),
         Case("changed-cell-ids", "every cell id changed (honest answers)", honest=True, expect="full",
-             flagged=False),
+             flagged=None),  # the given cells' copies run as cells the student added: the screen notes their imports
         Case("stripped-metadata", "nbgrader metadata removed from every cell (honest answers)", honest=True,
              expect="full", flagged=False),
-        Case("stripped-everything", "metadata and ids both removed: the answers cannot be found", flagged=False),
+        Case("stripped-everything", "metadata and ids both removed: the answers cannot be found", flagged=None),
         Case("wrong-kernel", "asks for another kernel (honest answers)", honest=True, expect="full",
              flagged=False),
         Case("renamed-notebook", "notebook renamed (honest answers)", honest=True, expect="full", flagged=False,
@@ -1147,7 +1147,7 @@ _hostile_real_isinstance, _hostile_real_sub, _hostile_real_mean = _hostile_real[
 
 def _hostile_sub(self, other):
     if _hostile_target() == "diff":
-        return _hostile_torch_t.zeros_like(self)  # `diff = (got - want).abs().max().item()` -> 0
+        return _hostile_torch_t.zeros_like(self)  # a test's largest difference becomes 0
     return _hostile_real_sub(self, other)
 
 

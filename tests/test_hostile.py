@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -149,7 +150,8 @@ def test_what_the_students_functions_print_during_the_tests_never_reaches_feedba
     """print-leak: honest answers whose functions print LEAK-MARKER and the hidden tests' arguments when a hidden
     test calls them. No feedback page of the class and no test cell's output in any autograded notebook shows it."""
     case = next(c for c in CASES if c.name == "print-leak")
-    assert hostile.LEAK_MARKER in hostile.build(case).decode("utf-8")  # the case really prints it
+    built = hostile.build(case).decode("utf-8")
+    assert '"LEAK" + "-MARKER ' in built and hostile.LEAK_MARKER not in built  # it prints it; its source never holds it
     course = graded_class.course
     pages = sorted((course / "feedback").rglob("*.html"))
     assert any(p.parent.parent.name == f"h-{case.name}" for p in pages), "print-leak has no feedback page"
@@ -180,10 +182,12 @@ def test_active_html_in_a_markdown_answer_never_reaches_the_autograded_notebook(
     assert path.exists(), path
     markdown = [c.source for c in read(path).cells if c.cell_type == "markdown"]
     assert any(hostile.MARKDOWN_PROSE in m for m in markdown), "the answer's text did not reach the graders"
+    active_forms = [re.compile(r"<\s*script", re.I), re.compile(r"<[^>]*\son\w+\s*=", re.I),
+                    re.compile(r"<[^>]*\b(?:href|src|action|data)\s*=\s*[\"']?\s*(?:java|vb)script:", re.I),
+                    re.compile(r"\]\(\s*(?:java|vb)script:", re.I)]  # tags and markdown links that would run
     for source in markdown:
-        low = source.lower()
-        active = [a for a in hostile.ACTIVE_HTML if a in low]
-        assert not active, (active, source[:300])
+        active = [p.pattern for p in active_forms if p.search(source)]
+        assert not active, (active, source[:300])  # escaped text such as &lt;script&gt; is inert and may stay
 
 
 def test_honest_students_keep_their_grades(graded_class):

@@ -72,6 +72,7 @@ class Connection:
         self.last_rng = None
         self.calls = 0
         self.sent: dict[int, tuple] = {}  # id of a large argument -> (key, fingerprint, the object)
+        self.sent_keys = 0  # keys only grow: a key is never reused for another object
         self.arg_stack: list[list] = []  # the arguments of the requests in progress (callbacks refer to them)
 
     def start(self, deadline: float) -> None:
@@ -164,6 +165,8 @@ class Connection:
             out = {"op": "callback_result", "ok": True, "value": enc.encode(value),
                    "writeback": [[i, enc.encode(args[i])] for i, r in before.items() if repr(args[i]) != r],
                    "gens": [enc.encode(g) for g in dec.generators]}
+        except (GraderFault, WorkerLost) as exc:  # a limit hit inside a stand-in: not for student code to catch
+            raise WorkerLost(f"during a stand-in: {exc}") from None
         except BaseException as exc:  # noqa: BLE001 (the stand-in's failure goes back to the caller)
             enc = self.encoder()
             out = {"op": "callback_result", "ok": False, "error": enc.exception(exc)}
@@ -233,7 +236,7 @@ class Connection:
                 raise _error(dec.decode(reply["error"]))
             value = dec.decode(reply["value"])
             self._take_rng(reply, dec)
-            self._write_back(args, reply.get("writeback", []), dec)
+            self._write_back(args, kwargs or {}, reply.get("writeback", []), dec)
             gens = reply.get("gens", [])
             if len(gens) != len(enc.generators):
                 raise wire.WireError("generators came back in another number")
@@ -273,22 +276,27 @@ class Connection:
                     items.append(["cached", known[0]])
                     continue
                 if _size(a) > 64:
-                    key = len(self.sent) + 1
+                    self.sent_keys += 1
+                    key = self.sent_keys
                     self.sent[id(a)] = (key, shallow, a)
                     items.append(["store", key, enc.encode(a)])
                     continue
             items.append(enc.encode(a))
         return ["l", items]
 
-    def _write_back(self, args, writeback, dec):
+    def _write_back(self, args, kwargs, writeback, dec):
         import torch
 
         args = list(args)
         for item in writeback:
             i, enc_value = item
-            if type(i) is not int or not 0 <= i < len(args):
+            if type(i) is int and 0 <= i < len(args):
+                old = args[i]
+            elif type(i) is str and i in kwargs:
+                old = kwargs[i]
+            else:
                 raise wire.WireError("a write-back to an argument that was not passed")
-            new, old = dec.decode(enc_value), args[i]
+            new = dec.decode(enc_value)
             if type(old) is torch.Tensor and type(new) is torch.Tensor and new.shape == old.shape \
                     and new.dtype == old.dtype:
                 with torch.no_grad():
@@ -334,7 +342,7 @@ class Connection:
         reply, blobs = self.request({"op": "get", "names": names})
         dec = self.decoder(blobs)
         if not reply.get("ok"):
-            raise GraderFault("the grading worker could not give the values of the answers")
+            return {name: Unreadable(name, "the grading worker could not give its value") for name in names}
         out = {}
         for name, enc_value in reply.get("values", []):
             if name in names:
@@ -652,7 +660,7 @@ class Run:
             for i in range(upto):
                 self.at = i
                 self.checker_prepare(i, self.cells[i])
-        except WorkerLost:
+        except (WorkerLost, GraderFault):
             return False
         return True
 
@@ -712,8 +720,9 @@ class Run:
                 self.conn.request({"op": "release"})
         if cell["kind"] == "given":
             register_dataclasses(self.ns)
-        streams = [{"output_type": "stream", "name": name, "text": buf.getvalue()[:MAX_STREAM]}
-                   for name, buf in (("stdout", out), ("stderr", err)) if buf.getvalue()]
+        kept = (("stdout", out),) if cell["kind"] == "test" else (("stdout", out), ("stderr", err))
+        streams = [{"output_type": "stream", "name": name, "text": buf.getvalue()[:MAX_STREAM]}  # (a test's stderr
+                   for name, buf in kept if buf.getvalue()]  # holds warnings that quote its hidden lines: dropped)
         return streams + outputs
 
     def run(self) -> dict:
@@ -739,7 +748,7 @@ class Run:
                 results[i] = _result(i, cell, bool(reply.get("ok")), [_clean_output(o) for o in outputs][:20],
                                      time.perf_counter() - t0)
                 self.done.append(i)
-            except WorkerLost as exc:
+            except (WorkerLost, GraderFault) as exc:
                 self._lost(i, cell, exc, results, t0)
                 alive = self.replay(0)
         if alive:
@@ -765,7 +774,7 @@ class Run:
                     if any(o["output_type"] == "error" for o in checker_out) and results.get(i, {}).get("passed"):
                         self.problems.append(f"given cell {i} failed in the checker: "
                                              f"{checker_out[-1].get('ename')}: {checker_out[-1].get('evalue')}")
-            except WorkerLost as exc:
+            except (WorkerLost, GraderFault) as exc:
                 self._lost(i, cell, exc, results, t0)
                 alive = self.replay(i + 1)
         self.conn.stop()
@@ -776,6 +785,7 @@ class Run:
         """After the last cell, the worker's globals hold the exercise's names as the answer cells left them: a
         later given cell that imports the chapter's package for its export (the stubs, while grading) must not
         replace the student's functions that other student code calls (in a kernel it gets the student's own)."""
+        self.conn.deadline = min(self.deadline, time.monotonic() + 60)
         final: dict = {}
         for i in sorted(self.snapshots):
             if self.cells[i]["kind"] == "student":

@@ -325,7 +325,13 @@ class Worker:
         values = []
         for name in header.get("names", []):
             if name in self.ns and not isinstance(self.ns[name], types.ModuleType):
-                values.append([name, enc.encode(self.ns[name])])
+                value = self.ns[name]
+                try:
+                    one = self.encoder()
+                    one.encode(value)  # a value that cannot be data (a meta tensor, too deep) becomes a handle
+                    values.append([name, enc.encode(value)])
+                except Exception:  # noqa: BLE001
+                    values.append([name, ["h", self.handle(value), type(value).__qualname__[:80]]])
         return {"ok": True, "values": values}, enc
 
     def op_do(self, header, blobs):
@@ -337,8 +343,9 @@ class Worker:
         args = dec.decode(header["args"])
         kwargs = dec.decode(header["kwargs"])
         kind = header["kind"]
-        before = {i: a._version for i, a in enumerate(args) if type(a) is torch.Tensor}
-        containers = {i: _snapshot(a) for i, a in enumerate(args) if type(a) in (list, dict)}
+        passed = list(enumerate(args)) + list(kwargs.items())  # (position or keyword, value)
+        before = {k: a.detach().clone() for k, a in passed if type(a) is torch.Tensor}
+        containers = {k: _snapshot(a) for k, a in passed if type(a) in (list, dict)}
         self.arg_refs.append({id(a): i for i, a in enumerate(args) if type(a) in (list, dict, tuple)})
         sys.stdout = sys.stderr = _Discard()
         signal.alarm(max(1, int(header.get("timeout", 60))))
@@ -358,12 +365,12 @@ class Worker:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         enc = self.encoder(grad_outputs=kind == "call" and torch.is_grad_enabled() and bool(header.get("grad", True)))
         reply = {"ok": True, "value": enc.encode(value)}
-        writeback = []
-        for i, a in enumerate(args):
-            if i in before and a._version != before[i]:
-                writeback.append([i, enc.encode(a.detach())])
-            elif i in containers and _snapshot(a) != containers[i]:
-                writeback.append([i, enc.encode(a)])
+        writeback = []  # arguments the call changed in place (compared by value: .data and .numpy() writes too)
+        for k, a in passed:
+            if k in before and not (a.shape == before[k].shape and torch.equal(a.detach(), before[k])):
+                writeback.append([k, enc.encode(a.detach())])
+            elif k in containers and _snapshot(a) != containers[k]:
+                writeback.append([k, enc.encode(a)])
         reply["writeback"] = writeback
         reply["gens"] = [enc.encode(g) for g in dec.generators]
         self._send_rng(reply, enc)  # one random stream, as in a kernel

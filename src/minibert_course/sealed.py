@@ -652,7 +652,7 @@ def run_cells_checked(plan: Plan, package: Path | None = None, chapter: str | No
     try:
         proc = subprocess.run([sys.executable, "-m", "minibert_course.checker"], input=json.dumps(request),
                               capture_output=True, text=True, env=env, cwd=str(scratch),
-                              timeout=total_timeout + 120)
+                              timeout=total_timeout + 120, preexec_fn=_checker_limits)
         reply = json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None
         if os.environ.get("MINIBERT_CHECKER_DEBUG"):
             sys.stderr.write(proc.stderr[-5000:])
@@ -677,6 +677,14 @@ def run_cells_checked(plan: Plan, package: Path | None = None, chapter: str | No
     result.sandbox = reply.get("sandbox", result.sandbox)
     result.seconds = time.perf_counter() - start
     return result
+
+
+CHECKER_MEMORY_BYTES = 8 * 2**30
+
+
+def _checker_limits() -> None:  # the checker decodes what student code sent: it gets limits of its own
+    resource.setrlimit(resource.RLIMIT_AS, (CHECKER_MEMORY_BYTES, CHECKER_MEMORY_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def _default_package(plan: Plan, chapter: str | None) -> Path:

@@ -31,6 +31,7 @@ import struct
 import time
 
 MAX_MESSAGE = 512 * 2**20  # bytes of one message, blobs included
+MAX_HEADER = 64 * 2**20  # bytes of its JSON part (bulk data travels in blobs)
 MAX_BLOBS = 4096
 MAX_DEPTH = 48
 MAX_NODES = 2_000_000
@@ -102,14 +103,14 @@ class Reader:
         if not self._fill(4, deadline):
             return None
         (n,) = struct.unpack(">I", self.buf[:4])
-        if n > MAX_MESSAGE:
+        if n > MAX_HEADER:
             raise WireError(f"a message header of {n} bytes")
         if not self._fill(4 + n, deadline):
             return None
         self._take(4)
         try:
             header = json.loads(self._take(n).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, MemoryError) as exc:
             raise WireError(f"a malformed message header ({exc})") from None
         if type(header) is not dict or type(header.get("blobs")) is not int or not 0 <= header["blobs"] <= MAX_BLOBS:
             raise WireError("a message header without a valid blob count")
@@ -215,6 +216,9 @@ class Encoder:
             return ["sl", [self.encode(x, depth + 1) for x in (obj.start, obj.stop, obj.step)]]
         if t is complex:
             return ["c", [obj.real.hex(), obj.imag.hex()]]
+        base = _data_base(obj)
+        if base is not None:  # a subclass of a data type (namedtuple, Counter, IntEnum, ...): the value it holds;
+            return self.encode(base, depth)  # its own methods (a lying __eq__) stay behind
         mod = t.__module__ or ""
         if mod.startswith("torch"):
             torch = _torch()
@@ -288,6 +292,29 @@ class Encoder:
         return ["X", type(exc).__qualname__[:80], bases[:8], message[:4000]]
 
 
+def _data_base(obj):
+    """The plain value inside an instance of a subclass of bool/int/float/str/bytes/tuple/list/dict, read with the
+    base type's own methods (never the subclass's); None for anything else."""
+    t = type(obj)
+    if t in (bool, int, float, str, bytes, tuple, list, dict):
+        return None
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return int.__index__(obj) if not isinstance(obj, bool) else bool(int.__index__(obj))
+    if isinstance(obj, float):
+        return float.__float__(obj)
+    if isinstance(obj, str):
+        return str.__str__(obj)
+    if isinstance(obj, bytes):
+        return bytes.__bytes__(obj) if hasattr(bytes, "__bytes__") else bytes(memoryview(obj))
+    if isinstance(obj, tuple):
+        return tuple(tuple.__iter__(obj))
+    if isinstance(obj, list):
+        return list(list.__iter__(obj))
+    if isinstance(obj, dict):
+        return dict(dict.items(obj))
+    return None
+
+
 class Decoder:
     """Rebuilds values from tagged JSON. `handle(id, type_name)` makes the local stand-in of a remote object;
     `dataclass(name)` gives the local class of a course dataclass (None: keep it as a handle); `callback(id)` makes a
@@ -308,7 +335,18 @@ class Decoder:
             raise WireError("a reference to a missing blob")
         return self.blobs[i]
 
-    def decode(self, v, depth: int = 0):  # noqa: C901 (one branch per tag)
+    def decode(self, v, depth: int = 0):
+        if depth:
+            return self._decode(v, depth)
+        try:
+            return self._decode(v, 0)
+        except WireError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, RuntimeError, OverflowError, RecursionError,
+                MemoryError) as exc:
+            raise WireError(f"a value that does not decode ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+    def _decode(self, v, depth: int = 0):  # noqa: C901 (one branch per tag)
         self.nodes += 1
         if depth > MAX_DEPTH or self.nodes > MAX_NODES:
             raise WireError("a value nested too deeply or with too many parts")
@@ -413,14 +451,14 @@ class Decoder:
                 if v[3] is None:
                     raise WireError(f"an unknown dataclass {v[1]!r}")
                 return self.handle(_check(v[3], int), v[1])
-            obj = cls.__new__(cls)
             names = {f.name for f in dataclasses.fields(cls)}
-            for name, value in _check(v[2], list):
-                if name not in names:
-                    raise WireError(f"{v[1]} has no field {name!r}")
+            if {n for n, _ in _check(v[2], list)} != names:  # another class of that name: keep it a handle
+                if v[3] is None:
+                    raise WireError(f"{v[1]}: its fields are not the course's")
+                return self.handle(_check(v[3], int), v[1])
+            obj = cls.__new__(cls)
+            for name, value in v[2]:
                 object.__setattr__(obj, name, self.decode(value, depth + 1))
-            if set(names) - {n for n, _ in v[2]}:
-                raise WireError(f"{v[1]}: fields missing")
             return obj
         if tag == "h":
             return self.handle(_check(v[1], int), _check(v[2], str))
@@ -496,11 +534,16 @@ def remote_exception(qualname: str, bases: list, message: str) -> BaseException:
     """The local exception for one raised on the other side: the builtin type itself when it was one, else a new class
     of that name under its first builtin base (so `except ValueError` and `type(exc) is ValueError` behave as there).
     Exits and interrupts become RuntimeError: they must not stop the checker."""
-    stopping = (SystemExit, KeyboardInterrupt, GeneratorExit)
+    stopping = tuple(_EXCEPTIONS[n] for n in ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopIteration",
+                                              "StopAsyncIteration", "BaseExceptionGroup") if n in _EXCEPTIONS)
     builtin = _EXCEPTIONS.get(qualname)
     if builtin is not None and not issubclass(builtin, stopping):
-        return builtin(message)
-    base = next((_EXCEPTIONS[b] for b in bases if type(b) is str and b in _EXCEPTIONS), Exception)
+        try:
+            return builtin(message)
+        except TypeError:  # UnicodeDecodeError & co. need more arguments: the nearest that takes a message
+            bases = [c.__name__ for c in builtin.__mro__[1:]]
+    base = next((_EXCEPTIONS[b] for b in bases if type(b) is str and b in _EXCEPTIONS
+                 and not issubclass(_EXCEPTIONS[b], (UnicodeError,))), Exception)
     if issubclass(base, stopping) or base is BaseException:
         base = RuntimeError
     name = "".join(ch for ch in qualname if ch.isalnum() or ch == "_")[:60] or "StudentError"
