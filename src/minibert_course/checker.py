@@ -613,7 +613,6 @@ class Run:
         from minibert_course.sealed import Sandbox
 
         self.cells = request["cells"]
-        self.student_names = [n for n in request["student_names"] if not hasattr(builtins, n)]
         self.cell_timeout = int(request.get("cell_timeout", 120))
         self.deadline = time.monotonic() + int(request.get("total_timeout", 900))
         sandbox = Sandbox(**request.get("sandbox", {}))
@@ -636,13 +635,9 @@ class Run:
         self.at = 0  # the cell the checker is running
         self.restarts = 0
 
-    def fresh_namespace(self) -> dict:
-        ns = {"__name__": "__main__", "__builtins__": builtins}
-        return ns
-
     def start(self) -> None:
         self.conn.start(min(self.deadline, time.monotonic() + 120))
-        self.ns = self.fresh_namespace()
+        self.ns = {"__name__": "__main__", "__builtins__": builtins}
 
     def replay(self, upto: int) -> bool:
         """After the worker was lost: a new worker with every worker cell run again (but those that ended a worker),
@@ -689,7 +684,7 @@ class Run:
             if i < self.at:
                 self.ns.update(self.snapshots[i])
 
-    def checker_exec(self, cell: dict, quiet_errors: bool = False) -> list[dict]:
+    def checker_exec(self, cell: dict) -> list[dict]:
         from minibert_course import grading
 
         grading._CONNECTION, grading._SOURCE = self.conn, cell["source"]

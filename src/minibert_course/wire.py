@@ -22,7 +22,6 @@ import collections
 import dataclasses
 import io
 import json
-import math
 import os
 import pathlib
 import random
@@ -552,7 +551,3 @@ def remote_exception(qualname: str, bases: list, message: str) -> BaseException:
         return cls(message)
     except TypeError:
         return RuntimeError(f"{name}: {message}")
-
-
-def is_finite_number(x) -> bool:
-    return type(x) in (int, float) and math.isfinite(x)
