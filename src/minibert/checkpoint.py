@@ -100,7 +100,12 @@ class PreTrainedMixin:
         return dict(self._tied_weights_keys) if self.config.tie_word_embeddings else {}
 
     def init_weights(self) -> None:
-        """Hugging Face's BERT initialization: normal(0, initializer_range), zero biases, LayerNorm = identity."""
+        """Hugging Face's BERT initialization: normal(0, initializer_range), zero biases, LayerNorm = identity.
+
+        A model built on the meta device (shapes only, to count parameters) has no values to set: skipped, which
+        saves the seconds torch spends drawing normals for meta tensors in Python."""
+        if next(self.parameters()).is_meta:
+            return
         std = self.config.initializer_range
         embedding_weights = {id(m.weight) for m in self.modules() if isinstance(m, torch.nn.Embedding)}
         for module in self.modules():
@@ -111,7 +116,7 @@ class PreTrainedMixin:
                     torch.nn.init.zeros_(module.bias)
             elif isinstance(module, torch.nn.Embedding):
                 torch.nn.init.normal_(module.weight, std=std)
-                if module.padding_idx is not None and module.weight.device.type != "meta":
+                if module.padding_idx is not None:
                     with torch.no_grad():
                         module.weight[module.padding_idx].zero_()
             elif isinstance(module, torch.nn.LayerNorm):
