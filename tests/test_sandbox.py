@@ -200,3 +200,79 @@ def test_fallback_without_bubblewrap_still_drops_privileges_and_limits(monkeypat
     assert verdicts(result) == [True, True], result.cells
     assert "NO FILESYSTEM ISOLATION" in result.sandbox
     assert (f"ran as uid {UID}" in result.sandbox) == sandbox.switch_uid(), result.sandbox
+
+
+# ---- each test runs in its own copy of the notebook's state (a fork of the worker) -------------------------------
+
+KEEPER = '''
+import ctypes, os, subprocess
+
+_seen = []
+
+
+def remember(x):
+    _seen.append(x)
+    for path in ("/tmp/stash", "/work/stash"):
+        with open(path, "w") as f:
+            f.write(x)
+    with open("/work/vocab.txt", "a") as f:
+        f.write(x)
+    subprocess.Popen(["sh", "-c", f"sleep 2; echo {x} > /tmp/late"], start_new_session=True)
+    libc = ctypes.CDLL(None)
+    libc.shmat.restype = ctypes.c_void_p
+    sid = libc.shmget(4242, 4096, 0o1000 | 0o600)
+    addr = libc.shmat(sid, None, 0)
+    ctypes.memmove(addr, x.encode(), len(x))
+    return len(_seen)
+
+
+def recall():
+    found = list(_seen)
+    for path in ("/tmp/stash", "/work/stash", "/tmp/late"):
+        if os.path.exists(path):
+            found.append(open(path).read())
+    libc = ctypes.CDLL(None)
+    libc.shmat.restype = ctypes.c_void_p
+    sid = libc.shmget(4242, 4096, 0o600)
+    if sid >= 0:
+        found.append(ctypes.string_at(libc.shmat(sid, None, 0), 8))
+    return found
+
+
+def vocab():
+    return open("/work/vocab.txt").read()
+
+
+with open("/work/vocab.txt", "w") as f:
+    f.write("the notebook's file")
+'''
+
+
+def test_what_student_code_keeps_during_a_test_is_gone_in_the_next():
+    """A hidden input kept in a global, a file in /tmp or /work, a process that writes later, System V shared
+    memory: none reaches the next test, which could show it in its message. A file the cells wrote is as they left
+    it."""
+    result = run(("student", KEEPER), ("test", "assert remember('hidden-input') == 1"),
+                 ("test", "import time\ntime.sleep(3)\nassert recall() == [], recall()"),
+                 ("test", "assert vocab() == \"the notebook's file\", vocab()"))
+    assert verdicts(result) == [True, True, True], [c.outputs for c in result.cells]
+    assert not no_leftovers()
+
+
+def test_an_object_made_in_a_test_and_used_by_the_next_still_works():
+    code = "class Box:\n    def __init__(self, v):\n        self.v = v\n\n    def value(self):\n        return self.v\n"
+    result = run(("student", code), ("test", "box = Box(3)\nassert box.value() == 3"),
+                 ("test", "assert box.value() == 3"))
+    assert verdicts(result) == [True, True], [c.outputs for c in result.cells]
+
+
+def test_a_copy_that_dies_or_hangs_fails_its_test_only_and_needs_no_replay():
+    code = ("import os, time\n\n\ndef die():\n    os._exit(3)\n\n\ndef spin():\n    while True:\n        try:\n"
+            "            time.sleep(1)\n        except BaseException:\n            pass\n\n\nx = 1")
+    result = run(("student", code), ("test", "die()"), ("test", "assert x == 1"), ("test", "spin()"),
+                 ("test", "assert x == 1"), timeout=3)
+    assert verdicts(result) == [False, True, False, True], [c.outputs for c in result.cells]
+    assert "ended its process" in result.cells[1].outputs[-1]["evalue"], result.cells[1].outputs
+    assert "time limit" in result.cells[3].outputs[-1]["evalue"], result.cells[3].outputs
+    assert not any("replay" in p or "did not start" in p for p in result.problems), result.problems
+    assert not no_leftovers()

@@ -52,6 +52,11 @@ class WorkerLost(BaseException):
     """The worker died, did not answer in time, or broke the message format."""
 
 
+class CopyLost(WorkerLost):
+    """The test's copy of the worker (a fork) ended or ran out of time: the test fails; the notebook's state (the
+    process the copies are made from) is intact, so the next test runs without a replay."""
+
+
 class GraderFault(BaseException):
     """A limit or a broken reply during a test: fails the test with the reason (a BaseException, so that a test's
     own `except Exception` cannot turn it into a pass)."""
@@ -74,6 +79,12 @@ class Connection:
         self.sent: dict[int, tuple] = {}  # id of a large argument -> (key, fingerprint, the object)
         self.sent_keys = 0  # keys only grow: a key is never reused for another object
         self.arg_stack: list[list] = []  # the arguments of the requests in progress (callbacks refer to them)
+        self.zygote: int | None = None  # the worker's pid here: the process each test's copy is forked from
+        self.copy = False  # requests go to a test's copy
+        self.copy_id: int | None = None  # the fork request that made it
+        self.epoch = 0  # 0: the worker itself; n: the n-th copy (student objects made in a copy die with it)
+        self.copies = 0
+        self.saved: tuple | None = None
 
     def start(self, deadline: float, meanwhile=None) -> None:
         """Start the worker; `meanwhile` runs here while the worker starts (both import torch: on two cores the
@@ -90,7 +101,9 @@ class Connection:
         if meanwhile is not None:
             meanwhile()
         self.next_id += 1
-        self._await(rid, deadline)
+        reply, _ = self._await(rid, deadline)
+        self.copy, self.epoch = False, 0
+        self.zygote = _find_process(self.proc.pid, reply.get("pid"))  # (no student code has run yet)
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -127,6 +140,8 @@ class Connection:
             try:
                 got = self.reader.read(deadline)
             except TimeoutError:
+                if self.copy:
+                    self._copy_lost("the student's code ran past the time limit and was stopped")
                 raise WorkerLost("the student's code ran past the time limit and was stopped") from None
             except wire.WireError as exc:
                 raise WorkerLost(f"the grading worker sent a malformed reply ({exc})") from None
@@ -136,12 +151,100 @@ class Connection:
             if reply.get("op") == "callback":
                 self._callback(reply, blobs)
                 continue
+            if reply.get("op") == "ended":
+                if self.copy and reply.get("fork") == self.copy_id:
+                    self._copy_lost("the student's code ended its process during this test (os._exit, a crash, or "
+                                    "a memory or process limit)")
+                continue  # (the worker's word that an earlier copy ended, read late)
+            if type(reply.get("id")) is int and reply["id"] < rid:
+                continue  # the late answer to a request that was given up on (its time limit passed)
             if reply.get("id") != rid:
                 if os.environ.get("MINIBERT_CHECKER_DEBUG"):
                     print("unexpected reply", rid, {k: str(v)[:300] for k, v in reply.items()}, file=sys.stderr)
                 raise WorkerLost("the grading worker answered a request that was not asked (its channel was written "
                                  "by the submission)")
             return reply, blobs
+
+    # ---- a copy of the worker per test ---------------------------------------------------------------------
+    def fork(self) -> dict:
+        """The next requests go to a fresh copy of the worker (made by fork, after every cell has run): what the
+        student's code keeps during a test, in memory, files or other processes, ends with the test."""
+        if self.copy:
+            return {}
+        self.kill_strays()
+        self.saved = (dict(self.sent), self.last_rng)
+        reply, _ = self.request({"op": "fork"}, deadline=time.monotonic() + 60)
+        if not reply.get("ok"):
+            raise WorkerLost("the grading worker could not make a copy for the test")
+        self.copy, self.copy_id = True, reply["id"]
+        self.copies += 1
+        self.epoch = self.copies
+        return reply
+
+    def unfork(self) -> None:
+        """End the test's copy; back to the worker, with its files as the notebook's cells left them."""
+        if not self.copy:
+            return
+        self.copy = False
+        try:
+            wire.send(self.proc.stdin.fileno(), {"op": "exit"}, [])
+        except (BrokenPipeError, OSError):
+            raise WorkerLost(self._died()) from None
+        if not self._wait_ended(time.monotonic() + 5):  # a copy still busy (a call the test gave up on)
+            self.kill_strays()
+            if not self._wait_ended(time.monotonic() + 10):
+                raise WorkerLost("the grading worker did not end a test's copy")
+        self._back_to_worker()
+
+    def _copy_lost(self, why: str):
+        self.copy = False
+        self.kill_strays()
+        self._back_to_worker()
+        raise CopyLost(why)
+
+    def _back_to_worker(self) -> None:
+        self.kill_strays()
+        self.epoch = 0
+        self.sent, self.last_rng = self.saved
+        self.request({"op": "reset"}, deadline=time.monotonic() + 60)
+
+    def _wait_ended(self, deadline: float) -> bool:
+        while True:
+            try:
+                got = self.reader.read(deadline)
+            except TimeoutError:
+                return False
+            except wire.WireError as exc:
+                raise WorkerLost(f"the grading worker sent a malformed reply ({exc})") from None
+            if got is None:
+                raise WorkerLost(self._died())
+            if got[0].get("op") == "ended" and got[0].get("fork") == self.copy_id:
+                return True  # (anything else is what the copy wrote before it ended)
+
+    def kill_strays(self) -> None:
+        """Stop every process of the submission but the worker: from outside the sandbox, where it cannot hide."""
+        if self.proc is None or self.zygote is None:
+            return
+        for _ in range(200):
+            table = _process_table()
+            keep, p = set(), self.zygote
+            while p in table and p != self.proc.pid:  # the worker and the sandbox's processes above it
+                keep.add(p)
+                p = table[p][0]
+            roots = [self.proc.pid] + [q for q, (parent, _) in table.items()  # (orphans come to this process,
+                                       if parent == os.getpid() and q != self.proc.pid]  # a subreaper)
+            strays = [q for r in roots for q in _descendants(table, r) + ([r] if r != self.proc.pid else [])
+                      if q not in keep and q != self.zygote and table[q][1] != "Z"]
+            if not strays:
+                return
+            for q in strays:
+                with contextlib.suppress(OSError):
+                    os.kill(q, signal.SIGKILL)
+            for q in strays:
+                with contextlib.suppress(OSError):
+                    os.waitpid(q, os.WNOHANG)
+            time.sleep(0.01)
+        raise WorkerLost("processes the submission started could not be stopped")
 
     def _died(self) -> str:
         code = self.exit_code()
@@ -198,6 +301,9 @@ class Connection:
         from torch import nn
 
         if type(obj) is Remote:
+            if object.__getattribute__(obj, "_epoch") not in (0, self.epoch):
+                raise GraderFault("an object your code made during an earlier test is gone: each test runs on its "
+                                  "own copy of the notebook's state")
             return ["h", object.__getattribute__(obj, "_id"), "Remote"]
         kinds = {nn.Linear: ("Linear", lambda m: {"in_features": m.in_features, "out_features": m.out_features,
                                                   "bias": m.bias is not None}),
@@ -366,6 +472,58 @@ class Connection:
         return out
 
 
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state) of every process this one can see."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b")") + 2:].split()
+            table[int(name)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
+    return table
+
+
+def _descendants(table: dict, root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    out, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def _find_process(root: int, inner_pid) -> int | None:
+    """The pid here of the process that is `inner_pid` in its PID namespace, among `root` and its descendants."""
+    if type(inner_pid) is not int:
+        return None
+    table = _process_table()
+    for pid in [root] + _descendants(table, root):
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+                line = next((x for x in f if x.startswith("NSpid:")), "")
+        except OSError:
+            continue
+        if line.split()[-1:] == [str(inner_pid)]:
+            return pid
+    return None
+
+
+def _become_subreaper() -> None:
+    """Orphans of the worker (a process the submission started, then left) become this process's children, so that
+    `kill_strays` finds them also without bubblewrap."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
 def _size(value, depth: int = 0) -> int:
     """Items in a nested list or dict, roughly (to decide what is worth sending once)."""
     if depth > 3 or type(value) not in (list, dict, tuple):
@@ -419,12 +577,13 @@ class Remote:
     What cannot be forwarded (arithmetic, comparison with `==`, hashing by value) raises TypeError: a test must
     compare data, never objects the student made."""
 
-    __slots__ = ("_conn", "_id", "_type")
+    __slots__ = ("_conn", "_id", "_type", "_epoch")
 
     def __init__(self, conn: Connection, hid: int, type_name: str):
         object.__setattr__(self, "_conn", conn)
         object.__setattr__(self, "_id", hid)
         object.__setattr__(self, "_type", type_name)
+        object.__setattr__(self, "_epoch", conn.epoch)  # made in the worker (0) or in a test's copy
 
     def _do(self, kind, *args, **kwargs):
         return object.__getattribute__(self, "_conn").do(kind, self, args, kwargs)
@@ -636,8 +795,11 @@ class Run:
         worker_path = "/judge" if sandbox.works else package
         from pathlib import Path
 
+        shared = request.get("sandbox", {}).get("shared")
         self.conn = Connection(lambda: sandbox.start(Path(package)),
-                               {"path": [worker_path], "preload": request.get("preload", [])})
+                               {"path": [worker_path], "preload": request.get("preload", []),
+                                "isolated": sandbox.works, "keep": [shared] if shared else []})
+        self.later_free = _later_free_names(self.cells)
         self.in_checker = checker_given_cells(self.cells)
         self.dependent = student_dependent_given(self.cells)
         self.flags: list[str] = []
@@ -647,6 +809,7 @@ class Run:
         self.snapshots: dict[int, dict] = {}  # answer cell -> the exercise's names after it ran
         self.at = 0  # the cell the checker is running
         self.restarts = 0
+        self.noted_threads = False
 
     def start(self) -> None:
         self.conn.start(min(self.deadline, time.monotonic() + 120), meanwhile=register_dataclasses)
@@ -725,7 +888,7 @@ class Run:
             signal.signal(signal.SIGALRM, previous)
             grading._CONNECTION = None
             with contextlib.suppress(WorkerLost):
-                self.conn.request({"op": "release"})
+                self.conn.request({"op": "release"}, deadline=time.monotonic() + 30)
         if cell["kind"] == "given":
             register_dataclasses(self.ns)
         kept = (("stdout", out),) if cell["kind"] == "test" else (("stdout", out), ("stderr", err))
@@ -774,20 +937,41 @@ class Run:
                 continue
             try:
                 if kind == "test":
+                    self.isolate()
                     outputs = self.checker_exec(cell)
                     passed = not any(o["output_type"] == "error" for o in outputs)
                     results[i] = _result(i, cell, passed, outputs, time.perf_counter() - t0)
+                    if not self.copy_needed_later(i):
+                        self.conn.unfork()
                 else:
                     checker_out = self.checker_prepare(i, cell)
                     if any(o["output_type"] == "error" for o in checker_out) and results.get(i, {}).get("passed"):
                         self.problems.append(f"given cell {i} failed in the checker: "
                                              f"{checker_out[-1].get('ename')}: {checker_out[-1].get('evalue')}")
+            except CopyLost as exc:  # the test fails; the worker is intact: no replay
+                self._lost(i, cell, exc, results, t0)
             except (WorkerLost, GraderFault) as exc:
                 self._lost(i, cell, exc, results, t0)
                 alive = self.replay(i + 1)
         self.conn.stop()
         return {"cells": [results[i] for i in sorted(results)], "flags": list(dict.fromkeys(self.flags)),
                 "problems": self.problems, "seconds": time.perf_counter() - started, "sandbox": self.sandbox_text}
+
+    def isolate(self) -> None:
+        """Run the next test in a copy of the worker (once per worker: a note when threads of the submission's are
+        running in it, which a copy cannot stop)."""
+        reply = self.conn.fork()
+        if type(reply.get("threads")) is int and reply["threads"] > 1 and not self.noted_threads:
+            self.noted_threads = True
+            self.problems.append(f"the submission's cells left {reply['threads'] - 1} thread(s) running in the "
+                                 "grading worker: tests ran in copies of it, but those threads ran beside them")
+
+    def copy_needed_later(self, i: int) -> bool:
+        """Whether a later cell uses an object that the student's code made in this test's copy (then the copy is
+        kept for the next test: it would be gone otherwise)."""
+        if not self.conn.copy:
+            return False
+        return any(_made_in_copy(self.ns.get(n), self.conn.epoch) for n in self.later_free[i])
 
     def restore_answers(self, results) -> bool:
         """After the last cell, the worker's globals hold the exercise's names as the answer cells left them: a
@@ -815,6 +999,27 @@ class Run:
         self.problems.append(f"cell {i} ({cell.get('grade_id') or cell['kind']}) {why}")
         results[i] = _result(i, cell, False, [_grader_error("CellError", f"this cell: {why}")],
                              time.perf_counter() - t0)
+
+
+def _later_free_names(cells: list[dict]) -> dict[int, set[str]]:
+    """Cell index -> names that some later checker cell reads without binding them itself."""
+    out: dict[int, set[str]] = {}
+    later: set[str] = set()
+    for i in range(len(cells) - 1, -1, -1):
+        out[i] = set(later)
+        if cells[i]["kind"] in ("test", "given"):
+            bound, imported = top_level_bindings(cells[i]["source"])
+            later |= loaded_names(cells[i]["source"]) - bound - imported
+    return out
+
+
+def _made_in_copy(value, epoch: int, depth: int = 0) -> bool:
+    if type(value) is Remote:
+        return object.__getattribute__(value, "_epoch") == epoch
+    if depth < 2 and type(value) in (list, tuple, dict):
+        items = list(value.values()) if type(value) is dict else value
+        return any(_made_in_copy(v, epoch, depth + 1) for v in items[:1000])
+    return False
 
 
 def _alarm(signum, frame):  # noqa: ARG001
@@ -849,6 +1054,7 @@ def _clean_output(o) -> dict:
 
 def main() -> int:
     request = json.loads(sys.stdin.read())
+    _become_subreaper()
     out = sys.stdout
     sys.stdout = sys.stderr
     if os.environ.get("MINIBERT_CHECKER_PROFILE"):

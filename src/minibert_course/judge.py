@@ -124,6 +124,10 @@ class Worker:
         self.rng = None  # the torch random state both sides last agreed on
         self.stored: dict[int, object] = {}  # large arguments the checker sent once
         self.arg_refs: list[dict[int, int]] = []  # per request in progress: id of a container argument -> position
+        self.isolated = False
+        self.keep: list[str] = []
+        self.files: dict | None = None  # /tmp and /work when the first test began
+        self.in_copy = False  # this process is a test's copy (a fork)
 
     # ---- handles and data -----------------------------------------------------------------------------------
     def handle(self, obj) -> int:
@@ -272,6 +276,8 @@ class Worker:
             reply = {"ok": False, "error": enc.exception(exc)}
         finally:
             signal.alarm(alarm)
+        if reply is None:  # (a request answered otherwise: the end of a test's copy)
+            return
         reply["id"] = header.get("id")
         try:
             self.send(reply, enc)
@@ -281,11 +287,54 @@ class Worker:
 
     def op_setup(self, header, blobs):
         sys.path[:0] = header.get("path", [])
+        self.isolated = bool(header.get("isolated"))  # in bubblewrap: /tmp, /work and System V IPC are ours alone
+        self.keep = [str(k) for k in header.get("keep", [])]  # (the checker's read-only scratch folder)
         for module in header.get("preload", []):
             try:
                 __import__(module)
             except Exception:  # noqa: BLE001 (a broken import shows up in the cell that needs it)
                 pass
+        return {"ok": True, "pid": os.getpid()}, None
+
+    # ---- one copy of the notebook's state per test ------------------------------------------------------------
+    def op_fork(self, header, blobs):
+        """Each test runs in a fork of this process: what student code keeps while a test runs (a hidden input in
+        a global, a callback, a changed name) is gone with the copy, so no later test can show it. This process
+        runs no student code while a copy lives; it answers when the copy has ended, after the checker removed
+        every other process of the sandbox (`op_reset` then puts the files back)."""
+        import threading
+
+        if self.files is None:
+            self.files = _scratch_snapshot(self.keep) if self.isolated else {}
+        threads = threading.active_count()
+        _reap()  # processes of the cells', stopped by the checker: they count against the process limit until reaped
+        pid = os.fork()
+        if pid == 0:
+            self.in_copy = True
+            return {"ok": True, "next_handle": len(self.handles) + 1, "threads": threads}, None
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                status = -1
+                break
+        self.send({"op": "ended", "fork": header.get("id"), "status": status})
+        return None, None
+
+    def op_exit(self, header, blobs):
+        if self.in_copy:
+            os._exit(0)
+        return None, None  # (a copy that died before it read its "exit": nothing to do)
+
+    def op_reset(self, header, blobs):
+        """After a test's copy ended (and the checker removed any process it left): the files of /tmp and /work as
+        the notebook's cells left them, and no System V IPC object (a channel that outlives processes)."""
+        if self.isolated:
+            _scratch_restore(self.files, self.keep)
+            _remove_sysv_ipc()
         return {"ok": True}, None
 
     def op_exec(self, header, blobs):
@@ -486,6 +535,125 @@ def _shape(value, depth: int = 0):
     items = list(value.values()) if type(value) is dict else value
     parts = [_shape(v, depth + 1) for v in items] if items and type(items[0]) in (list, dict, tuple) else []
     return [sum(p[0] for p in parts) if parts else len(items), id(value), len(items), parts]
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+SCRATCH_ROOTS = ("/tmp", "/work")
+SCRATCH_KEPT_BYTES = 64 * 2**20
+
+
+def _scratch_walk(keep: list[str]):
+    """Every path under the sandbox's writable folders (tmpfs), not crossing into other mounts or `keep`."""
+    for root in SCRATCH_ROOTS:
+        try:
+            device = os.lstat(root).st_dev
+        except OSError:
+            continue
+        for folder, dirs, files in os.walk(root, topdown=True):
+            dirs[:] = [d for d in dirs if os.path.join(folder, d) not in keep
+                       and _same_device(os.path.join(folder, d), device)]
+            for name in dirs + files:
+                yield os.path.join(folder, name)
+
+
+def _same_device(path: str, device: int) -> bool:
+    try:
+        return os.lstat(path).st_dev == device
+    except OSError:
+        return False
+
+
+def _scratch_snapshot(keep: list[str]) -> dict:
+    """path -> (kind, mode, identity, content) of /tmp and /work; file contents up to 64 MiB in all (beyond that a
+    file is kept only by identity: a change to it is not undone)."""
+    import stat
+
+    snap, total = {}, 0
+    for path in _scratch_walk(keep):
+        try:
+            st = os.lstat(path)
+            ident = (st.st_ino, st.st_size, st.st_mtime_ns)
+            if stat.S_ISDIR(st.st_mode):
+                snap[path] = ("dir", st.st_mode & 0o7777, ident, None)
+            elif stat.S_ISLNK(st.st_mode):
+                snap[path] = ("link", 0, ident, os.readlink(path))
+            elif stat.S_ISREG(st.st_mode):
+                data = None
+                if total + st.st_size <= SCRATCH_KEPT_BYTES:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                    total += len(data)
+                snap[path] = ("file", st.st_mode & 0o7777, ident, data)
+        except OSError:
+            continue
+    return snap
+
+
+def _scratch_restore(snap: dict, keep: list[str]) -> None:
+    import shutil
+    import stat
+
+    for path in sorted(_scratch_walk(keep), key=len, reverse=True):  # what the test's copy made: removed
+        try:
+            st = os.lstat(path)
+            old = snap.get(path)
+            same = old is not None and old[2] == (st.st_ino, st.st_size, st.st_mtime_ns) and (
+                (old[0] == "dir") == stat.S_ISDIR(st.st_mode))
+            if not same and old is not None and old[0] == "file" and old[3] is None:
+                continue  # a large file of the notebook's, kept by identity only: left as it is
+            if not same and old is not None and old[0] == "dir" and stat.S_ISDIR(st.st_mode):
+                os.chmod(path, old[1])  # a folder of the notebook's: kept (its contents are checked one by one)
+            elif not same:
+                if stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+        except OSError:
+            continue
+    for path, (kind, mode, _, data) in sorted(snap.items()):  # and what it removed or changed: put back
+        try:
+            if os.path.lexists(path):
+                continue
+            if kind == "dir":
+                os.makedirs(path, mode=mode, exist_ok=True)
+            elif kind == "link":
+                os.symlink(data, path)
+            elif data is not None:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+        except OSError:
+            continue
+
+
+def _remove_sysv_ipc() -> None:
+    """Shared memory, semaphores and message queues live in the sandbox's IPC namespace until removed."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, 0, None)), ("msg", lambda i: libc.msgctl(i, 0, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, 0))):
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1 and fields[1].isdigit():
+                remove(int(fields[1]))
 
 
 def _repr(value) -> str:
