@@ -22,9 +22,16 @@ What a proxy carries over so that tests mean the same thing in both places:
 A test that swaps a name inside the student's code for a stand-in (a reference `corrupt` while `mask_tokens` is
 graded) uses `minibert_course.grading.stand_in`, which sets the name in the worker to a callback into this process.
 
-A request that the worker does not answer in time, a reply that breaks the format, or a worker that dies fails the
-test in progress, with the reason, and flags the submission for review; the worker is restarted, the cells before are
-replayed, and the remaining tests run. Nothing else costs points: there is no static screen here.
+Each test cell talks to its own copy of the worker, forked after every given and answer cell has run
+(`Connection.fork`): what student code keeps while a test runs (a hidden input in a global, a file, a process, System
+V IPC) ends with the copy, so no later test's message can show it. Processes are stopped from outside the sandbox,
+where the submission cannot hide them (`kill_strays`); the worker puts /tmp and /work back as the cells left them.
+A test that keeps an object the student's code made in its copy, for a later cell to use, keeps the copy too.
+
+A copy that dies or does not answer in time fails its test, with the reason, and flags the submission for review; the
+next test gets a fresh copy. A reply that breaks the format, or a worker that dies during the cells, is handled the
+same way, but the worker is restarted and the cells before are replayed. Nothing else costs points: there is no
+static screen here.
 """
 
 from __future__ import annotations

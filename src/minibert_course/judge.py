@@ -11,9 +11,13 @@ may rewrite anything in this process, this loop included: the worst it can do is
 which is what a student function returning that data would do anyway.
 
 Output that student code prints while the checker calls it (during tests) is thrown away here, so hidden tests leave
-no trace in feedback. Magics and shell lines are not Python: cells are rewritten line by line before they run
-(`%time`/`%timeit` keep their statement, `%%time`/`%%timeit`/`%%capture` keep their body, other magics and `!`
-lines become `pass` with a note), so a cell that runs in JupyterLab does not become a SyntaxError here.
+no trace in feedback. Each test is served by a fork of this process (`op_fork`), made after the last cell; this
+process waits while the copy lives and then puts /tmp and /work back (`op_reset`), so what student code kept during
+one test is not there in the next.
+
+Magics and shell lines are not Python: cells are rewritten line by line before they run (`%time`/`%timeit` keep
+their statement, `%%time`/`%%timeit`/`%%capture` keep their body, other magics and `!` lines become `pass` with a
+note), so a cell that runs in JupyterLab does not become a SyntaxError here.
 """
 
 from __future__ import annotations
@@ -322,7 +326,14 @@ class Worker:
                 status = -1
                 break
         self.send({"op": "ended", "fork": header.get("id"), "status": status})
-        return None, None
+        while True:  # what was sent to the copy and not read by it is not for this process: only the reset is
+            got = self.reader.read()
+            if got is None:
+                raise SystemExit(0)
+            if got[0].get("op") == "reset":
+                reply, _ = self.op_reset(*got)
+                self.send(dict(reply, id=got[0].get("id")))
+                return None, None
 
     def op_exit(self, header, blobs):
         if self.in_copy:
