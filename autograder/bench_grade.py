@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import io
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -68,7 +69,10 @@ def whole_submission(jobs: int) -> int:
             print(f"{chapter:<16} {score:>9} {r.get('seconds') or '-':>8}")
         total = sum(float(r["seconds"]) for r in report.rows if r.get("seconds"))
         print(f"whole submission: {len(chapters)} chapters, {total:.1f} s of notebook runs, {wall:.1f} s wall with "
-              f"JOBS={jobs} (course set-up and feedback included); sandbox: {report.sandbox}")
+              f"JOBS={jobs}: {report.setup_seconds:.1f} s course set-up (once per class: assignments and judge "
+              f"packages), {wall - report.setup_seconds:.1f} s grading (nbgrader autograde and feedback); median "
+              f"{statistics.median(float(r['seconds']) for r in report.rows if r.get('seconds')):.1f} s per chapter; "
+              f"sandbox: {report.sandbox}")
         full = all(r.get("score") != "" and float(r["score"]) == float(r["max_score"]) - by_hand(r["assignment"])
                    for r in report.rows)
         if len(report.rows) != len(chapters) or not full:

@@ -348,6 +348,7 @@ class Report:
     cell_scores: dict[tuple[str, str], dict[str, float]]
     seconds: float
     sandbox: str
+    setup_seconds: float = 0.0  # generating the assignments and the judge packages (once per class)
 
 
 def progress_reporter(shards: list[Path], total: int, stop: threading.Event, quiet: bool) -> threading.Thread:
@@ -430,6 +431,7 @@ def grade(course: Path, drop: Path, assignments: list[str] | None = None, jobs: 
     if assignments is None:  # only the chapters that have submissions
         chapters = [ch for ch in chapters if any(s.chapter == ch for s in subs)] or chapters
     setup_course(course, chapters)
+    set_up = time.perf_counter() - start
     gradable = [s for s in subs if not s.problem and s.chapter in chapters]
     jobs = max(1, min(jobs, len(gradable) or 1))
     shards = [course / "shards" / f"shard-{i}" for i in range(jobs)]
@@ -457,6 +459,7 @@ def grade(course: Path, drop: Path, assignments: list[str] | None = None, jobs: 
         merge_shard(course, path)
     report = collect_results(course, [s for s in subs if s.chapter in chapters], failures)
     report.seconds = time.perf_counter() - start
+    report.setup_seconds = set_up
     write_outputs(course, report, chapters)
     return report
 

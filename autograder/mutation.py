@@ -117,15 +117,6 @@ def submission(chapter: str, mutant: Mutant | None) -> nbformat.NotebookNode:
     return release
 
 
-def mutated_solution(chapter: str, mutant: Mutant | None) -> nbformat.NotebookNode:
-    """The solution notebook (hidden tests in place) with the mutant's cell edited: for --quick."""
-    nb = nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)
-    for cell in nb.cells:
-        if mutant is not None and cell.metadata.get("nbgrader", {}).get("grade_id") == mutant.exercise:
-            cell.source = mutate(cell.source, mutant)
-    return nb
-
-
 def points(chapter: str) -> dict[str, float]:
     nb = nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"].get("points", 0)) for c in nb.cells
@@ -133,14 +124,16 @@ def points(chapter: str) -> dict[str, float]:
 
 
 def run_quick(chapter: str, mutants: list[Mutant]) -> dict[str, Outcome]:
-    from minibert_course.sealed import plan_source_notebook, run_cells
+    from minibert_course.sealed import plan_submission, run_cells
 
     pts = points(chapter)
     outcomes = {}
+    source = nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)
     for mutant in [None, *mutants]:
         student = CONTROL if mutant is None else mutant.student
-        nb = mutated_solution(chapter, mutant)
-        plan = plan_source_notebook(nb)
+        # planned as nbgrader's autograde plans a submission: given cells, tests and the answers' imports and
+        # names from the instructor's notebook, only the answer cells from the mutant
+        plan = plan_submission(source, nbformat.from_dict(submission(chapter, mutant)))
         result = run_cells(plan, chapter=chapter)
         failed = [c.grade_id for c in result.cells if c.grade_id in pts and not c.passed]
         total = sum(pts.values())
@@ -233,7 +226,7 @@ def verdict(chapter: str, mutants: list[Mutant], outcomes: dict[str, Outcome]) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chapter", action="append", help="chapters (default: all)")
-    parser.add_argument("--quick", action="store_true", help="no nbgrader: run mutated solution notebooks")
+    parser.add_argument("--quick", action="store_true", help="no nbgrader: the sealed grader on each submission")
     parser.add_argument("--jobs", type=int, default=1, help="parallel grading workers")
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "mutation")
     parser.add_argument("--table", type=Path, help="write the markdown table here")

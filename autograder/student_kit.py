@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from minibert_course.certify import CHAPTERS, PACKAGE_TESTS  # noqa: E402
 from minibert_course.export import KIT_MARKER, PACKAGE, build_package  # noqa: E402
 
-GRADER_ONLY = ("sealed.py", "judge.py", "judge_inprocess.py", "checker.py", "wire.py", "sanitize.py", "nbgrader_ext.py",
+GRADER_ONLY = ("sealed.py", "judge.py", "checker.py", "wire.py", "sanitize.py", "nbgrader_ext.py",
                "release.py")  # instructor tooling, not for the kit
 
 KIT_MAKEFILE = """\

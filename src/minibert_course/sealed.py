@@ -25,7 +25,6 @@ import json
 import os
 import re
 import resource
-import secrets
 import shutil
 import signal
 import subprocess
@@ -520,100 +519,14 @@ def build_judge_package(dest: Path, chapter: str, solutions: list[Path], release
     shutil.copytree(HERE, dest / "minibert_course", ignore=shutil.ignore_patterns("__pycache__", "sealed.py",
                                                                                   "release.py"))
     shutil.copy2(HERE / "judge.py", dest / "judge.py")
-    shutil.copy2(HERE / "judge_inprocess.py", dest / "judge_inprocess.py")
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return dest
 
 
-GRADER = "MINIBERT_GRADER"  # "checker" (the default): verdicts in the checker; "inprocess": the old judge
-
-
 def run_cells(plan: Plan, package: Path | None = None, chapter: str | None = None, **kwargs) -> RunResult:
-    """Run a plan's cells: with the checker, or the old in-process judge when `MINIBERT_GRADER=inprocess`."""
-    if os.environ.get(GRADER, "checker") == "checker":
-        return run_cells_checked(plan, package, chapter, **kwargs)
-    return run_cells_inprocess(plan, package, chapter, **kwargs)
-
-
-def run_cells_inprocess(plan: Plan, package: Path | None = None, chapter: str | None = None, *,
-                        sandbox: Sandbox | None = None, cell_timeout: int = 120, total_timeout: int = 900,
-                        screen_code: bool = True) -> RunResult:
-    """The grader before the checker (the default until the checker has passed the whole class run): every cell,
-    tests included, in one sandboxed interpreter (`judge_inprocess.py`), behind the static screen."""
-    start = time.perf_counter()
-    sandbox = sandbox or Sandbox()
-    if package is None:
-        package = _default_package(plan, chapter)
-    result = RunResult([], problems=list(plan.problems), sandbox=sandbox.describe())
-    student_sources = [c.source for c in plan.cells if c.kind == "student"]
-    if screen_code:
-        aliases = module_aliases([c.source for c in plan.cells if c.kind in ("given", "test")])
-        verdict = screen(student_sources, aliases)
-        result.flags += verdict.tamper
-        result.review += verdict.review
-    if result.flags:  # not run at all: every test fails with the reason
-        for i, c in enumerate(plan.cells):
-            if c.kind == "test":
-                result.cells.append(CellResult(i, c.kind, c.grade_id, False, [_error(
-                    "NotGraded", "this submission was flagged for review and not run: " + "; ".join(result.flags))]
-                    , ran=False))
-        result.seconds = time.perf_counter() - start
-        return result
-    proc = sandbox.start(package, "judge_inprocess.py")
-    deadline = time.monotonic() + total_timeout
-    dead_reason = None
-    try:
-        _send(proc, {"path": ["/judge" if sandbox.works else str(package)], "preload": PRELOAD})
-        ready = _read_result(proc, min(deadline, time.monotonic() + 120))
-        if not ready or not ready.get("ready"):
-            dead_reason = "the grading interpreter did not start"
-        for i, cell in enumerate(plan.cells):
-            if cell.kind in ("markdown", "demo"):
-                continue
-            if dead_reason:
-                result.cells.append(CellResult(i, cell.kind, cell.grade_id, False, [_error("NotRun", dead_reason)],
-                                               ran=False))
-                continue
-            nonce = secrets.token_hex(16)
-            kind = cell.kind if cell.kind in ("given", "test") else "student"
-            _send(proc, {"index": i, "nonce": nonce, "kind": kind, "source": cell.source, "timeout": cell_timeout})
-            reply = _read_result(proc, min(deadline, time.monotonic() + cell_timeout + 15))
-            if reply is None or reply.get("index") != i or reply.get("nonce") != nonce:
-                if reply is not None and reply.get("eof"):
-                    try:
-                        proc.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        pass
-                    why = (f"the grading interpreter ended during this cell (exit code {proc.poll()}: os._exit, "
-                           "a crash, or a memory or process limit)")
-                else:
-                    why = "ran past the time limit and was stopped"
-                if reply is not None and not reply.get("eof"):
-                    why = "the result channel was written by the submission"
-                    result.flags.append("forged a result on the grader's channel")
-                dead_reason = f"not run: an earlier cell (#{i}) {why}"
-                result.cells.append(CellResult(i, cell.kind, cell.grade_id, False,
-                                               [_error("CellError", f"this cell {why}")]))
-                result.problems.append(f"cell {i} ({cell.grade_id or cell.kind}) {why}")
-                _kill(proc)
-                continue
-            if reply.get("tampered"):
-                result.flags += [f"during test {cell.grade_id}: {t}" for t in reply["tampered"]]
-            result.cells.append(CellResult(i, cell.kind, cell.grade_id, bool(reply.get("passed")),
-                                           list(reply.get("outputs", [])), seconds=float(reply.get("seconds", 0))))
-    finally:
-        _kill(proc)
-    if result.flags:
-        for c in result.cells:
-            if c.kind == "test":
-                c.passed = False
-                c.outputs.append(_error("Tampering", "flagged for review: " + "; ".join(result.flags)))
-    result.flags = list(dict.fromkeys(result.flags))
-    result.seconds = time.perf_counter() - start
-    return result
-
-
+    """Run a plan's cells: given and answer cells in the sandboxed worker, tests in the checker."""
+    return run_cells_checked(plan, package, chapter, **kwargs)
 
 
 def run_cells_checked(plan: Plan, package: Path | None = None, chapter: str | None = None, *,
@@ -698,45 +611,8 @@ def _default_package(plan: Plan, chapter: str | None) -> Path:
     return build_judge_package(dest, chapter, solutions, releases)
 
 
-def _send(proc: subprocess.Popen, message: dict) -> None:
-    try:
-        proc.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
-        proc.stdin.flush()
-    except (BrokenPipeError, OSError):
-        pass
-
-
 def _error(name: str, text: str) -> dict:
     return {"output_type": "error", "ename": name, "evalue": text, "traceback": [f"{name}: {text}"]}
-
-
-MAX_REPLY = 64 * 2**20
-
-
-def _read_result(proc: subprocess.Popen, deadline: float) -> dict | None:
-    """One JSON line from the judge, or None when it died or the deadline passed."""
-    import select
-
-    buf = proc._minibert_buf if hasattr(proc, "_minibert_buf") else bytearray()
-    proc._minibert_buf = buf
-    fd = proc.stdout.fileno()
-    while b"\n" not in buf:
-        left = deadline - time.monotonic()
-        if left <= 0 or len(buf) > MAX_REPLY:
-            return None
-        ready, _, _ = select.select([fd], [], [], min(1.0, left))
-        if ready:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return {"eof": True}
-            buf += chunk
-    line, _, rest = bytes(buf).partition(b"\n")
-    buf[:] = rest
-    try:
-        reply = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return {"index": None}
-    return reply if isinstance(reply, dict) else {"index": None}
 
 
 def _kill(proc: subprocess.Popen) -> None:
