@@ -117,6 +117,8 @@ class Worker:
 
         self.wire = wire
         self.reader = wire.Reader(requests)
+        self.forking = False  # the worker's own fork (a test's copy) keeps the channel; a fork of student code not
+        os.register_at_fork(after_in_child=lambda: self.forking or _close(requests, results))  # (nor its replies)
         self.out = results
         self.ns: dict = {"__name__": "__main__", "__builtins__": builtins}
         self.ns["get_ipython"] = lambda: shell
@@ -312,7 +314,11 @@ class Worker:
             self.files = _scratch_snapshot(self.keep) if self.isolated else {}
         threads = threading.active_count()
         _reap()  # processes of the cells', stopped by the checker: they count against the process limit until reaped
-        pid = os.fork()
+        self.forking = True
+        try:
+            pid = os.fork()
+        finally:
+            self.forking = False
         if pid == 0:
             self.in_copy = True
             return {"ok": True, "next_handle": len(self.handles) + 1, "threads": threads}, None
@@ -546,6 +552,15 @@ def _shape(value, depth: int = 0):
     items = list(value.values()) if type(value) is dict else value
     parts = [_shape(v, depth + 1) for v in items] if items and type(items[0]) in (list, dict, tuple) else []
     return [sum(p[0] for p in parts) if parts else len(items), id(value), len(items), parts]
+
+
+def _close(*fds: int) -> None:
+    """In a process that student code forked: the channel is not its to read or write."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _reap() -> None:
