@@ -276,3 +276,36 @@ def test_a_copy_that_dies_or_hangs_fails_its_test_only_and_needs_no_replay():
     assert "time limit" in result.cells[3].outputs[-1]["evalue"], result.cells[3].outputs
     assert not any("replay" in p or "did not start" in p for p in result.problems), result.problems
     assert not no_leftovers()
+
+
+def test_replies_a_copy_wrote_ahead_for_later_requests_are_never_read():
+    """A test's copy may forge the worker's word that it has ended, then write answers to requests not sent yet
+    (their ids are easy to guess) carrying what it saw: the channel is drained up to a nonce drawn after the copy
+    was stopped, so the next test reads only its own answers."""
+    code = '''
+import gc
+import time
+
+
+def leak(x):
+    from minibert_course import wire
+    worker = next(o for o in gc.get_objects() if type(o).__name__ == "Worker")
+    for fork in range(1, 400):  # "this copy has ended", forged (for every id the copy's fork may have had)
+        wire.send(worker.out, {"op": "ended", "fork": fork, "status": 0}, [])
+    for rid in range(1, 400):
+        enc = worker.encoder()
+        wire.send(worker.out, {"id": rid, "ok": True, "value": enc.encode(x), "writeback": [], "gens": []}, enc.blobs)
+    while True:  # a copy that hangs is stopped, not waited for: the replies it wrote are still on the channel
+        try:
+            time.sleep(1)
+        except BaseException:
+            pass
+
+
+def echo():
+    return "clean"
+'''
+    result = run(("student", code), ("test", "leak('hidden-input')"),
+                 ("test", "got = echo()\nassert got == 'clean', got"), timeout=3)
+    assert verdicts(result) == [False, True], [c.outputs for c in result.cells]
+    assert "hidden-input" not in str(result.cells[2].outputs)

@@ -179,6 +179,7 @@ class Connection:
         if self.copy:
             return {}
         self.kill_strays()
+        self._sync()  # (what the cells, or student code called between tests, wrote on the channel is skipped)
         self.saved = (dict(self.sent), self.last_rng)
         reply, _ = self.request({"op": "fork"}, deadline=time.monotonic() + 60)
         if not reply.get("ok"):
@@ -213,7 +214,33 @@ class Connection:
         self.kill_strays()
         self.epoch = 0
         self.sent, self.last_rng = self.saved
-        self.request({"op": "reset"}, deadline=time.monotonic() + 60)
+        self._sync()
+
+    def _sync(self) -> None:
+        """Reset, and skip everything the worker's channel holds up to the answer: a process that is gone (a test's
+        copy, or the cells before the first test) may have written replies to requests not sent yet, carrying what
+        it saw; the nonce is drawn after it ended, so only the worker can echo it."""
+        import secrets
+
+        nonce = secrets.token_hex(16)
+        rid = self.next_id
+        self.next_id += 1
+        try:
+            wire.send(self.proc.stdin.fileno(), {"op": "reset", "nonce": nonce, "id": rid}, [])
+        except (BrokenPipeError, OSError):
+            raise WorkerLost(self._died()) from None
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                got = self.reader.read(deadline)
+            except TimeoutError:
+                raise WorkerLost("the grading worker did not answer after a test") from None
+            except wire.WireError as exc:
+                raise WorkerLost(f"the grading worker sent a malformed reply ({exc})") from None
+            if got is None:
+                raise WorkerLost(self._died())
+            if got[0].get("nonce") == nonce and got[0].get("id") == rid:
+                return
 
     def _wait_ended(self, deadline: float) -> bool:
         while True:

@@ -349,10 +349,10 @@ class Worker:
     def op_reset(self, header, blobs):
         """After a test's copy ended (and the checker removed any process it left): the files of /tmp and /work as
         the notebook's cells left them, and no System V IPC object (a channel that outlives processes)."""
-        if self.isolated:
+        if self.isolated and self.files is not None:
             _scratch_restore(self.files, self.keep)
             _remove_sysv_ipc()
-        return {"ok": True}, None
+        return {"ok": True, "nonce": header.get("nonce")}, None  # (the checker reads nothing older than this)
 
     def op_exec(self, header, blobs):
         source, notes = strip_magics(header["source"])
