@@ -92,6 +92,7 @@ class Connection:
         self.epoch = 0  # 0: the worker itself; n: the n-th copy (student objects made in a copy die with it)
         self.copies = 0
         self.saved: tuple | None = None
+        self.clean = False  # the channel drained and no request to the worker since (the next fork needs no reset)
 
     def start(self, deadline: float, meanwhile=None) -> None:
         """Start the worker; `meanwhile` runs here while the worker starts (both import torch: on two cores the
@@ -109,7 +110,7 @@ class Connection:
             meanwhile()
         self.next_id += 1
         reply, _ = self._await(rid, deadline)
-        self.copy, self.epoch = False, 0
+        self.copy, self.epoch, self.clean = False, 0, False
         self.zygote = _find_process(self.proc.pid, reply.get("pid"))  # (no student code has run yet)
 
     def stop(self) -> None:
@@ -135,6 +136,7 @@ class Connection:
         rid = self.next_id
         self.next_id += 1
         header = dict(header, id=rid)
+        self.clean = self.clean and self.copy
         try:
             wire.send(self.proc.stdin.fileno(), header, enc.blobs if enc is not None else [])
         except (BrokenPipeError, OSError):
@@ -144,16 +146,11 @@ class Connection:
     def _await(self, rid: int, deadline: float | None):
         deadline = deadline or self.deadline or time.monotonic() + 120
         while True:
-            try:
-                got = self.reader.read(deadline)
-            except TimeoutError:
+            got = self._next(deadline)
+            if got is None:
                 if self.copy:
                     self._copy_lost("the student's code ran past the time limit and was stopped")
-                raise WorkerLost("the student's code ran past the time limit and was stopped") from None
-            except wire.WireError as exc:
-                raise WorkerLost(f"the grading worker sent a malformed reply ({exc})") from None
-            if got is None:
-                raise WorkerLost(self._died())
+                raise WorkerLost("the student's code ran past the time limit and was stopped")
             reply, blobs = got
             if reply.get("op") == "callback":
                 self._callback(reply, blobs)
@@ -178,8 +175,9 @@ class Connection:
         student's code keeps during a test, in memory, files or other processes, ends with the test."""
         if self.copy:
             return {}
-        self.kill_strays()
-        self._sync()  # (what the cells, or student code called between tests, wrote on the channel is skipped)
+        if not self.clean:  # (what the cells, or student code called between tests, wrote on the channel: skipped)
+            self.kill_strays()
+            self._sync()
         self.saved = (dict(self.sent), self.last_rng)
         reply, _ = self.request({"op": "fork"}, deadline=time.monotonic() + 60)
         if not reply.get("ok"):
@@ -206,7 +204,6 @@ class Connection:
 
     def _copy_lost(self, why: str):
         self.copy = False
-        self.kill_strays()
         self._back_to_worker()
         raise CopyLost(why)
 
@@ -215,6 +212,7 @@ class Connection:
         self.epoch = 0
         self.sent, self.last_rng = self.saved
         self._sync()
+        self.clean = True
 
     def _sync(self) -> None:
         """Reset, and skip everything the worker's channel holds up to the answer: a process that is gone (a test's
@@ -231,29 +229,32 @@ class Connection:
             raise WorkerLost(self._died()) from None
         deadline = time.monotonic() + 60
         while True:
-            try:
-                got = self.reader.read(deadline)
-            except TimeoutError:
-                raise WorkerLost("the grading worker did not answer after a test") from None
-            except wire.WireError as exc:
-                raise WorkerLost(f"the grading worker sent a malformed reply ({exc})") from None
+            got = self._next(deadline)
             if got is None:
-                raise WorkerLost(self._died())
+                raise WorkerLost("the grading worker did not answer after a test")
             if got[0].get("nonce") == nonce and got[0].get("id") == rid:
                 return
 
     def _wait_ended(self, deadline: float) -> bool:
         while True:
-            try:
-                got = self.reader.read(deadline)
-            except TimeoutError:
-                return False
-            except wire.WireError as exc:
-                raise WorkerLost(f"the grading worker sent a malformed reply ({exc})") from None
+            got = self._next(deadline)
             if got is None:
-                raise WorkerLost(self._died())
+                return False
             if got[0].get("op") == "ended" and got[0].get("fork") == self.copy_id:
                 return True  # (anything else is what the copy wrote before it ended)
+
+    def _next(self, deadline: float):
+        """The next message from the worker, or None when the deadline passed; a worker that ended or broke the
+        format is lost."""
+        try:
+            got = self.reader.read(deadline)
+        except TimeoutError:
+            return None
+        except wire.WireError as exc:
+            raise WorkerLost(f"the grading worker sent a malformed reply ({exc})") from None
+        if got is None:
+            raise WorkerLost(self._died())
+        return got
 
     def kill_strays(self) -> None:
         """Stop every process of the submission but the worker: from outside the sandbox, where it cannot hide."""
