@@ -2,9 +2,12 @@
 
 The kit holds the release notebooks (notebooks/), the package exported from *them* (src/minibert, so every
 solution region is a `raise NotImplementedError("minibert.<module>.<function> -- complete chapter NN and run
-its export cell")`), the course tooling (src/minibert_course), the pinned environment and a Makefile whose
-`make lab` sets everything up, and whose `make test` runs the package tests (tests/) and a certificate on the student's
-own package (minibert_course.certify). A `.minibert-kit` marker tells the notebooks' export cells to write the
+its export cell")`), the course tooling (src/minibert_course), the pinned environment, docs/lecture_coverage.md (where
+each item of the lecture is taught and graded: cell ids, grade ids and points, all of them in the release notebooks)
+and a Makefile whose `make lab` sets everything up, whose `make test` runs the package tests (tests/) and a
+certificate on the student's own package (minibert_course.certify), and which has every other target a chapter tells
+the student to run (`make pretrain`, `finetune-compare`, `bench`, `gpu-check`, `masking-rates`: the repository's
+commands, on the student's package). A `.minibert-kit` marker tells the notebooks' export cells to write the
 student's code into the kit's own package.
 
 Usage: python autograder/student_kit.py KIT_DIR [--force]
@@ -28,6 +31,10 @@ from minibert_course.export import KIT_MARKER, PACKAGE, build_package  # noqa: E
 GRADER_ONLY = ("sealed.py", "judge.py", "checker.py", "wire.py", "sanitize.py", "nbgrader_ext.py",
                "release.py")  # instructor tooling, not for the kit
 
+# where each item of the lecture is taught and graded (chapter 10's review names it): cell ids, grade ids and points,
+# which the release notebooks hold too; no test source, no expected values (tests/test_student_kit.py checks)
+LECTURE_COVERAGE = "docs/lecture_coverage.md"
+
 KIT_MAKEFILE = """\
 # minibert student kit: `make lab` creates .venv (first run only), installs the pinned course environment
 # with your own minibert package (editable: your exports take effect in new kernels), and opens JupyterLab.
@@ -42,8 +49,11 @@ export npm_config_cache := $(CURDIR)/build/npm
 export PATH := $(abspath $(BIN)):$(PATH)
 # Jupyter refuses to run as root (containers, cloud notebooks) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+# Extra flags for the runs below, given on the command line: make bench ARGS="--rounds 1"; make pretrain
+# ARGS="--minutes 5" (the last of two values of a flag wins). `:=` here, so that an ARGS in your shell is not used.
+ARGS :=
 
-.PHONY: lab test pretrain finetune-compare
+.PHONY: lab test pretrain finetune-compare bench gpu-check masking-rates
 $(STAMP): pyproject.toml data-requirements.txt
 \ttest -x $(BIN)/python || $(PYTHON) -m venv .venv
 \t$(BIN)/python -m pip install --quiet --upgrade pip
@@ -59,10 +69,19 @@ test: $(STAMP)  ## the package tests on your own src/minibert, then the certific
 \t$(BIN)/python -m minibert_course.certify --tests tests --json build/certificate.json
 
 pretrain: $(STAMP)  ## chapter 06's tiny BERT with your code, 6,000 steps into runs/tiny (about 10 min; again: resumes)
-\t$(BIN)/python -m minibert.pretrain --out runs/tiny --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000
+\t$(BIN)/python -m minibert.pretrain --out runs/tiny --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000 $(ARGS)
 
-finetune-compare: $(STAMP)  ## chapter 08 with your code: every task from scratch / runs/tiny / MiniLM
-\t$(BIN)/python -m minibert.finetune --compare
+finetune-compare: $(STAMP)  ## chapter 08 with your code: every task from scratch / runs/tiny / MiniLM; runs/finetune
+\t$(BIN)/python -m minibert.finetune --compare $(ARGS)
+
+bench: $(STAMP)  ## chapter 09: training speed of your minibert vs transformers at chapter 06's setting, on this CPU
+\t$(BIN)/python -m minibert.bench --device cpu --config tiny --seq 32 --batch-size 64 --vocab-size 4000 $(ARGS)
+
+gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped, resumed, compared
+\t$(BIN)/python -m minibert.bench --gpu-check $(ARGS)
+
+masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 25 min; again: resumes)
+\t$(BIN)/python -m minibert.variants --masking-rates --out runs/masking-rates $(ARGS)
 """
 
 KIT_CONFTEST = '''"""The package tests, run by `make test` on your own minibert (src/minibert of this kit)."""
@@ -135,11 +154,33 @@ monkeypatching a library, faking comparisons, ...) earns no points and is flagge
 ```bash
 .venv/bin/python -c "import minibert; print(minibert.__file__)"
 .venv/bin/python -m minibert.pretrain --help    # every setting of a pretraining run with your code
-make pretrain    # chapter 06's tiny BERT (runs/tiny, about 10 minutes on 2 cores); its fill-mask cell uses it
-make finetune-compare    # chapter 08's comparison with your code (after make pretrain; see the chapter for its time)
 ```
 
 Elsewhere: `pip install -e path/to/this/folder`.
+
+## The longer runs the chapters name
+
+Each is one command from this folder, with your own package (so it needs the chapters it uses exported first; until
+then it stops with the `NotImplementedError` that names the chapter). Results go to `runs/`, which is not part of
+your hand-in.
+
+```bash
+make pretrain          # chapter 06's tiny BERT (runs/tiny, about 10 minutes on 2 cores); its fill-mask cell uses it
+make finetune-compare  # chapter 08's comparison (after make pretrain; see the chapter for its time): runs/finetune
+make bench             # chapter 09: training speed of your minibert vs transformers on this CPU (under a minute)
+make gpu-check         # chapter 09 on a GPU (under 8 minutes): figures in runs/gpu-check/gpu_check.json
+make masking-rates     # chapter 10's masking-rate study (about 25 minutes on 2 cores; run again: resumes)
+```
+
+Extra flags go in `ARGS`: `make bench ARGS="--rounds 1"`, `make pretrain ARGS="--minutes 5"` (`--help` of each
+module, e.g. `.venv/bin/python -m minibert.bench --help`, lists them).
+
+## The lecture, item by item
+
+`docs/lecture_coverage.md` lists every section, check question, misconception, self-check and figure of the lecture
+the course is built on, with the chapter and cell that teach it and the graded cells (grade id, points) that check
+it. It names cells by their id, and the chapters by the course's own notebook names (`solutions/NN_*.ipynb`): the
+same cells are in your `notebooks/NN_*.ipynb`.
 """
 
 
@@ -180,7 +221,8 @@ def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
     shutil.copytree(root / "src" / PACKAGE / "resources", package / "resources")  # data files (no code)
     shutil.copytree(root / "src" / "minibert_course", kit / "src" / "minibert_course",  # the grader stays home
                     ignore=shutil.ignore_patterns("__pycache__", *GRADER_ONLY))
-    for name in ("pyproject.toml", "environment.yml", "data-requirements.txt"):
+    for name in ("pyproject.toml", "environment.yml", "data-requirements.txt", LECTURE_COVERAGE):
+        (kit / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, kit / name)
     (kit / "Makefile").write_text(KIT_MAKEFILE, encoding="utf-8")
     (kit / "README.md").write_text(KIT_README.replace("{chapters}", chapter_table()), encoding="utf-8")

@@ -7,6 +7,8 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,9 @@ from minibert_course.nbgrader_ext import secret_lines
 
 pytestmark = pytest.mark.slow
 CHAPTER = "01_wordpiece"
+# the kit's targets beyond `make lab` and `make test` that the chapters name, and the module each one runs
+STUDY_TARGETS = {"pretrain": "minibert.pretrain", "finetune-compare": "minibert.finetune", "bench": "minibert.bench",
+                 "gpu-check": "minibert.bench", "masking-rates": "minibert.variants"}
 
 
 def package_digest() -> str:
@@ -53,10 +58,33 @@ def test_kit_holds_none_of_the_graders_modules(kit):
 def test_kit_layout(kit):
     for rel in ["Makefile", "README.md", "pyproject.toml", "environment.yml", "data-requirements.txt", ".minibert-kit",
                 f"notebooks/{CHAPTER}.ipynb", "src/minibert/__init__.py", "src/minibert/tokenization.py",
-                "src/minibert_course/export.py"]:
+                "src/minibert_course/export.py", "docs/lecture_coverage.md"]:
         assert (kit / rel).exists(), rel
     released = (ROOT / "notebooks" / f"{CHAPTER}.ipynb").read_bytes()
     assert (kit / "notebooks" / f"{CHAPTER}.ipynb").read_bytes() == released
+    coverage = (ROOT / "docs" / "lecture_coverage.md").read_bytes()
+    assert (kit / "docs" / "lecture_coverage.md").read_bytes() == coverage, "chapter 10's review names this table"
+
+
+def test_kit_lecture_coverage_names_only_what_the_release_notebooks_show(kit):
+    """docs/lecture_coverage.md names cells (`NN `id``) and graded cells (`NN `grade-id` (auto, P pt)`): every one
+    is a cell of the student's own notebook, with the points its nbgrader metadata shows, so the table tells the
+    student nothing the notebooks do not (no hidden test, no expected value: test_kit_holds_no_solution_text reads it
+    for the solutions' lines)."""
+    shown, points = {}, {}
+    for path in sorted((kit / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            shown.setdefault(path.name[:2], set()).update({cell.get("id"), meta.get("grade_id")})
+            if "grade_id" in meta:
+                points[path.name[:2], meta["grade_id"]] = meta.get("points")
+    text = (kit / "docs" / "lecture_coverage.md").read_text(encoding="utf-8")
+    named = re.findall(r"\b(\d\d) `([^`]+)`(?: \((?:auto|manual), (\d+) pt)?", text)
+    assert len(named) > 100 and len(named) == len(re.findall(r"\b\d\d `", text))
+    for chapter, cell, pts in named:
+        assert cell in shown.get(chapter, ()), f"chapter {chapter} of the kit has no cell {cell}"
+        if pts:
+            assert points[chapter, cell] == int(pts), (chapter, cell, pts)
 
 
 def test_kit_holds_no_solution_text(kit):
@@ -74,6 +102,7 @@ def test_kit_holds_no_solution_text(kit):
         leaked = sorted(s for s in secrets if s in text)
         assert not leaked, f"{path.relative_to(kit)} leaks {leaked[:3]}"
         if "minibert_course" not in path.parts:  # the tooling names the markers in its docs; course files must not
+            text = text.replace("`mark_schemes.md`", "")  # docs/lecture_coverage.md names what `make grade` writes
             assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text and "mark_scheme" not in text, path
 
 
@@ -179,7 +208,8 @@ def test_kit_readme_tells_the_student_what_to_do(kit):
     text = (kit / "README.md").read_text(encoding="utf-8")
     for needed in ("Python >= 3.10", "make lab", "--allow-root", "Kernel > Restart", "Validate",
                    "nbgrader validate notebooks/01_wordpiece.ipynb", "## Submit", "import minibert",
-                   "python -m minibert.pretrain", "make test", "certificate", "not yet exported"):
+                   "python -m minibert.pretrain", "make test", "certificate", "not yet exported",
+                   "`docs/lecture_coverage.md`", 'ARGS="', *(f"make {t} " for t in STUDY_TARGETS)):
         assert needed in text, f"the kit README should say {needed!r}"
     chapters = sorted(p.name for p in (kit / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     positions = [text.find(f"`{name}`") for name in chapters]
@@ -223,21 +253,60 @@ def test_kit_make_test_runs_the_certifier(kit):
         assert (kit / "tests" / name).read_bytes() == (ROOT / "tests" / name).read_bytes()
 
 
-@pytest.mark.parametrize("target, module", [("pretrain", "minibert.pretrain"),
-                                            ("finetune-compare", "minibert.finetune")])
+def test_kit_has_every_target_the_chapters_name(kit):
+    """A chapter that says `make X`, X a target of the repository's Makefile, is obeyed in the kit too (prose such
+    as "make sense" is no target)."""
+    def targets(makefile: Path) -> set[str]:
+        return set(re.findall(r"^([a-z][a-z-]*):", makefile.read_text(encoding="utf-8"), re.M))
+
+    ours, named = targets(ROOT / "Makefile"), set()
+    for path in sorted((kit / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            named |= set(re.findall(r"\bmake ([a-z][a-z-]*)", cell.source)) & ours
+    assert {"test", "pretrain", "finetune-compare", "gpu-check", "masking-rates"} <= named, named
+    assert named <= targets(kit / "Makefile"), f"the kit's Makefile lacks {sorted(named - targets(kit / 'Makefile'))}"
+    assert {"lab", "test", *STUDY_TARGETS} <= targets(kit / "Makefile")
+
+
+@pytest.mark.parametrize("target, module", list(STUDY_TARGETS.items()))
 def test_kit_runs_the_courses_recipes(kit, target, module):
     """Chapter 06's fill-mask cell reads runs/tiny/checkpoint (`make pretrain`), chapter 08's comparison cell
-    runs/finetune (`make finetune-compare`): the kit's targets run the student's package with the repository's
-    recipes, and the run folder is not committed with the student's work."""
+    runs/finetune (`make finetune-compare`), chapter 09 names `make bench` and `make gpu-check`, chapter 10 `make
+    masking-rates`: the kit's targets run the student's package with the repository's recipes (a dry run here:
+    masking-rates takes 25 minutes), and the run folder is not committed with the student's work. ARGS adds flags
+    from the command line, never from the shell."""
     recipes = []
     for folder in (kit, ROOT):
         run = subprocess.run(["make", "-n", "-o", ".venv/.installed", target], cwd=folder, capture_output=True,
-                             text=True, timeout=60)
+                             text=True, timeout=60, env={**os.environ, "ARGS": "--from-the-shell"})
         assert run.returncode == 0, run.stderr
-        recipes.append([line for line in run.stdout.splitlines() if f"-m {module}" in line])
+        recipes.append([line.split() for line in run.stdout.splitlines() if f"-m {module} " in line])
     assert len(recipes[0]) == 1, recipes[0]
+    assert recipes[0][0][0] == ".venv/bin/python", recipes[0]
     assert recipes[0] == recipes[1], f"the kit's make {target} runs the same command as the repository's"
+    run = subprocess.run(["make", "-n", "-o", ".venv/.installed", target, "ARGS=--seed 3"], cwd=kit,
+                         capture_output=True, text=True, timeout=60)
+    assert [line.split() for line in run.stdout.splitlines() if f"-m {module} " in line] == [
+        recipes[1][0] + ["--seed", "3"]], run.stdout + run.stderr
     assert "runs/" in (kit / ".gitignore").read_text(encoding="utf-8").split()
+
+
+def test_kit_make_bench_runs_the_students_package(tmp_path):
+    """`make bench` for real, shortened by ARGS to one timed step: in a fresh kit it stops at the first stub, which
+    names the chapter to complete; once every chapter is exported (here: the reference package, which is what the
+    solutions export) it measures the student's minibert against transformers."""
+    kit = load_kit_builder().build_kit(tmp_path / "kit")
+    command = ["make", "-s", "-o", ".venv/.installed", "bench", f"BIN={Path(sys.executable).parent}",
+               "ARGS=--rounds 1 --steps-per-round 1 --warmup 0"]
+    env = {**os.environ, "PYTHONPATH": str(kit / "src"), "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode != 0 and "NotImplementedError: minibert." in run.stderr, run.stdout + run.stderr[-3000:]
+    assert "complete chapter" in run.stderr and str(kit / "src" / "minibert") in run.stderr, run.stderr[-3000:]
+    for module in (ROOT / "src" / "minibert").glob("*.py"):
+        shutil.copy2(module, kit / "src" / "minibert" / module.name)
+    run = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert "same loss to" in run.stdout and "minibert / transformers:" in run.stdout, run.stdout
 
 
 def test_kit_certificate_table_for_a_student_halfway(tmp_path):

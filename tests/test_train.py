@@ -64,6 +64,18 @@ def test_mfu_and_peak():
     assert peak_flops("cpu", tflops=2.0) == 2e12
 
 
+@pytest.mark.parametrize("name, tflops", [
+    ("NVIDIA H100 80GB HBM3", 989.0), ("NVIDIA H100 PCIe", 756.0), ("NVIDIA H100 NVL", 835.0),
+    ("NVIDIA H200", 989.0), ("NVIDIA H200 NVL", 835.0), ("NVIDIA A100-SXM4-80GB", 312.0),
+    ("NVIDIA A100 80GB PCIe", 312.0), ("NVIDIA GeForce RTX 4090", None),
+])
+def test_peak_by_gpu_name(monkeypatch, name, tflops):
+    """A PCIe or NVL board must not get the SXM board's peak because its name contains "H100" too."""
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+    got = peak_flops("cuda")
+    assert got == (tflops * 1e12 if tflops else None), f"{name}: expected {tflops} TFLOP/s, got {got}"
+
+
 def test_pretraining_batch_looks_like_chapter_05s():
     batch = pretraining_batch(64, 48, 1000, torch.Generator().manual_seed(0))
     real = batch["attention_mask"].bool()

@@ -5,8 +5,9 @@ that runs chapter 06's loop on one GPU or several (chapter 09).
 Why FLOPs and not seconds: a step's time depends on the device, its FLOPs do not. Dividing the FLOPs a run does per
 second by the device's peak gives the model FLOPs utilization (MFU), which says how far a run is from what the
 hardware allows, on any device, and tells a slow kernel from a small device.
-Why the MLM head counts only at the targets: the loop computes the vocabulary logits at the ~15% target rows
-(chapter 06); the FLOPs it does not do must not be counted as if it did them.
+Why the MLM head counts only at the targets: MFU counts the model's FLOPs, those the objective needs, and the MLM
+loss needs the vocabulary logits at the ~15% target rows only (chapter 06 computes just those). One count for every
+implementation: a library that computes the logits everywhere spends the extra time without extra credit.
 Why the loop is not here: `python -m minibert.train` is `python -m minibert.pretrain` with the settings of a GPU run
 and a report in FLOPs; the loop, its checkpoints and its DDP are chapter 06's `pretrain.train`.
 """
@@ -21,8 +22,10 @@ import torch
 
 from minibert.config import BertConfig
 
-# Dense bf16 tensor-core peaks in TFLOP/s (SXM boards, without 2:4 sparsity), from the vendors' data sheets.
-PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
+# Dense bf16 tensor-core peaks in TFLOP/s (without 2:4 sparsity), from NVIDIA's data sheets, matched in this order
+# against the GPU's name: the PCIe and NVL boards before the SXM ones that share their model number.
+PEAK_TFLOPS = {"H100 PCIe": 756.0, "H100 NVL": 835.0, "H200 NVL": 835.0, "H100": 989.0, "H200": 989.0,
+               "A100": 312.0}
 
 
 def flops_per_token(config: BertConfig, seq_len: int, target_fraction: float = 0.15) -> float:
