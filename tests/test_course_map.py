@@ -43,3 +43,22 @@ def test_points_are_read_from_the_notebooks():
     assert auto + manual == sum(g["points"] for g in grades) and manual == 2  # the one-checkpoint answer
     assert exercises == len(re.findall(r'"solution": true', json.dumps(nb)))
     assert course_map.points("10_beyond_bert")[1] == 7  # the comparison's why and the five self-check answers
+
+
+def test_chapters_give_no_run_time_of_their_own():
+    """One run time per chapter, the map's: a chapter that says "this notebook runs in about two minutes" drifts
+    from the measured figure."""
+    claims = re.compile(r"(notebook|chapter) runs[^.]{0,60}?\b(in about|in under|about) [\w.]+ (seconds?|minutes?|s\b)",
+                        re.IGNORECASE)
+    for path in SOLUTIONS:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "markdown":
+                found = claims.search("".join(cell["source"]))
+                assert not found, f"{path.name} {cell['id']}: {found.group(0)!r}: point to the course map's run time"
+
+
+def test_notebook_00_has_a_korean_summary_and_says_where_the_review_has_no_checks():
+    text = "".join("".join(c["source"]) for c in course_map.notebook()["cells"])
+    assert "## 핵심 정리 (Korean summary)" in text and "docs/lecture_coverage.md" in text
+    assert "chapter 10's review" in text and "only the **form**" in text

@@ -93,7 +93,11 @@ the end: a tokenizer, the encoder, the pretraining objectives and loop, task hea
 tools to pretrain at Base size on a GPU, and what came after BERT. Each chapter is a notebook; each notebook ends by
 writing your code into your package, so that later chapters, and anyone who imports `minibert`, run on it.
 
-Work through the chapters **in order**: each one imports the modules of the chapters before it."""
+Work through the chapters **in order**: each one imports the modules of the chapters before it.
+
+`docs/lecture_coverage.md` lists every item of the lecture this course is built on (its sections, check questions,
+common misconceptions, self-check list and figures) with the cells that teach it and the tests that grade it, or
+says that nothing grades it."""
 
 ORDER = """## The chapters
 
@@ -102,7 +106,8 @@ ORDER = """## The chapters
 {rows}
 
 "Runs in" is the time the finished notebook takes to run top to bottom on a 2-core laptop CPU without a GPU,
-measured {when}; your first pass, reading and writing the exercises, takes much longer. Chapter 09's GPU runs and
+measured {when}; it is the one run time the course gives for each chapter. Your first pass, reading and writing the
+exercises, takes much longer. Chapter 09's GPU runs and
 the longer studies (`make pretrain`, `make finetune-compare`, `make masking-rates`) are separate commands, each named
 in its chapter with its time."""
 
@@ -111,7 +116,10 @@ GRADING = """## How grading works
 - **Exercises** are cells marked *YOUR CODE HERE*: replace `raise NotImplementedError()` with your code. Some are
   written answers in a markdown cell (*YOUR ANSWER HERE*), marked by hand.
 - **Visible tests** follow each exercise: run them as often as you like. An assert that fails says what is wrong
-  (expected vs got, and for which input).
+  (expected vs got, and for which input). One exception: chapter 10's review of the lecture (its true/false
+  statements, its quiz and the BERT / RoBERTa / ELECTRA table) has visible tests that check only the **form** of
+  your answers (the keys, a letter, a number), not whether they are right, since any check of the answers would give
+  them away. Those points are decided by the hidden tests alone, and the written answers by hand.
 - **Hidden tests** are added when your instructor grades: they try more cases and the mistakes students make (each
   graded exercise has a catalogue of plausible wrong answers that must lose points). Passing the visible tests is
   necessary, not sufficient.
@@ -146,6 +154,33 @@ BERT with your loop; `.venv/bin/python -m minibert.finetune --help` fine-tunes i
 
 The cell below shows which chapters your package has so far."""
 
+KOREAN = """## 핵심 정리 (Korean summary)
+
+- 이 course는 BERT를 부품별로 한 chapter씩 만들어 Python package `minibert`로 완성한다: tokenizer, encoder,
+  pretraining objective와 loop, task head, 실제 데이터의 fine-tuning, GPU에서 Base 크기로 pretraining하는 도구,
+  BERT 이후의 모델. 각 chapter의 마지막 cell이 여러분의 코드를 package에 써 넣으므로, 뒤의 chapter와 나중에
+  `minibert`를 import하는 사람은 모두 여러분의 코드로 실행된다. chapter는 **순서대로** 진행한다.
+- 위 표의 "runs in"은 완성된 notebook을 2-core CPU에서 처음부터 끝까지 실행하는 데 걸린 측정 시간이며, course가
+  chapter마다 제시하는 유일한 실행 시간이다. 더 긴 실행(`make pretrain`, `make finetune-compare`,
+  `make masking-rates`, chapter 09의 GPU check)은 별도 명령이고 각 chapter가 시간을 밝힌다.
+- 채점: *YOUR CODE HERE* cell의 `raise NotImplementedError()`를 코드로 바꾼다. 서술형 답(*YOUR ANSWER HERE*)은
+  mark scheme에 따라 사람이 채점하며 그 전까지는 0점이다. 각 exercise 뒤의 visible test는 언제든 실행할 수 있고,
+  실패하면 무엇이 틀렸는지(기댓값과 실제 값, 입력) 알려 준다. 예외로 chapter 10의 lecture 복습(참/거짓, quiz,
+  BERT · RoBERTa · ELECTRA 표)의 visible test는 답의 **형식**(key, 글자, 숫자)만 확인하고 정답 여부는 확인하지 않는다.
+  정답을 확인하면 답이 드러나기 때문이다. 그 점수는 hidden test만으로 정해진다.
+- Hidden test는 강사가 채점할 때 추가되며 더 많은 경우와 흔한 실수를 시험한다. visible test 통과는 필요조건이지
+  충분조건이 아니다. 제출 전에 *Validate* 버튼이나 `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`로
+  확인한다.
+- Grader는 여러분의 answer cell(과 직접 추가한 code cell)을 course의 given cell, test와 함께 sandbox 안의 일반
+  Python interpreter에서 실행한다. magic과 `!` 명령은 실행되지 않고, given cell이나 test cell을 고친 내용은 쓰이지
+  않는다. 각 chapter는 이전 chapter의 reference 코드로 따로 채점하므로 chapter 02의 실수가 chapter 05의 점수를 깎지
+  않는다. Feedback은 test별 점수를 보여 주고 hidden test는 보여 주지 않는다.
+- chapter를 export한 뒤에는 열려 있는 다른 notebook의 kernel을 다시 시작한다(Kernel > Restart). course folder의
+  terminal에서 `make test`는 여러분의 `src/minibert`로 package test를 실행하고 chapter별 결과(pass / FAIL / not yet
+  exported)를 certificate로 보여 준다.
+- `docs/lecture_coverage.md`는 강의의 모든 항목(section, 확인 문제, 흔한 오해, self-check, 수치)이 어느 cell에서
+  가르쳐지고 어느 test가 채점하는지, 또는 채점되지 않는지를 보여 준다."""
+
 STATUS = """from minibert_course.certify import CHAPTERS, package_folder, unexported
 
 package = package_folder()
@@ -169,6 +204,8 @@ def notebook(root: Path = ROOT) -> dict:
              for i, t in enumerate(texts, 1)]
     cells.append({"cell_type": "code", "execution_count": None, "id": "map-status", "metadata": {}, "outputs": [],
                   "source": STATUS.splitlines(keepends=True)})
+    cells.append({"cell_type": "markdown", "id": "map-korean", "metadata": {},
+                  "source": KOREAN.splitlines(keepends=True)})
     return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
                                                         "name": "python3"}, "language_info": {"name": "python"}},
             "nbformat": 4, "nbformat_minor": 5}
