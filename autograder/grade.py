@@ -43,6 +43,14 @@ MAX_NOTEBOOK_BYTES = 200 * 2**20
 MAX_ZIP_BYTES = 1 * 2**30
 MAX_ZIP_FILES = 2000
 UID_BASE = 61000
+# `make formgrader`'s JUPYTER_CONFIG_DIR (the Makefile's $(CURDIR)/build/jupyter/instructor)
+INSTRUCTOR_CONFIG = ROOT / "build" / "jupyter" / "instructor"
+# The course's exchange (nbgrader's release/collect), inside the course folder: the formgrader finds it and does not
+# warn that /usr/local/share/nbgrader/exchange is missing. Appended to the course's copy of nbgrader_config.py.
+EXCHANGE_CONFIG = """
+# Added by autograder/grade.py: the exchange of this course folder
+c.Exchange.root = {root!r}
+"""
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -191,6 +199,11 @@ def setup_course(course: Path, chapters: list[str]) -> None:
     course.mkdir(parents=True, exist_ok=True)
     course.chmod(0o711)
     shutil.copy2(ROOT / "autograder" / "nbgrader_config.py", course / "nbgrader_config.py")
+    (course / "exchange").mkdir(exist_ok=True)
+    (course / "exchange").chmod(0o700)
+    with open(course / "nbgrader_config.py", "a", encoding="utf-8") as config:
+        config.write(EXCHANGE_CONFIG.format(root=str(course / "exchange")))
+    write_formgrader_config()
     for sub in ("source", "release", "submitted", "autograded", "feedback", "judge-reports", "shards"):
         (course / sub).mkdir(exist_ok=True)
         (course / sub).chmod(0o700)
@@ -214,6 +227,39 @@ def setup_course(course: Path, chapters: list[str]) -> None:
         build_judge_package(course / "judge" / name, name, solutions, releases)
     if (course / "gradebook.db").exists():
         (course / "gradebook.db").chmod(0o600)
+
+
+def write_formgrader_config() -> None:
+    """`make formgrader`'s Jupyter config folder: no Jupyter news prompt in its lab (minibert_course.labconfig)."""
+    from minibert_course.labconfig import write_instructor_config
+
+    write_instructor_config(INSTRUCTOR_CONFIG)
+
+
+def name_student(gb, student: str, first_name: str | None = None, last_name: str | None = None) -> None:
+    """The gradebook's student `student` (created if missing), with a name: the formgrader lists students as
+    "last name, first name", "None, None" for a student without one. A name already there (an instructor may set it
+    in the formgrader) is kept; else the given one, else the id from the drop folder as the last name."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        entry = gb.find_student(student)
+    except MissingEntry:
+        entry = gb.add_student(student)
+    if entry.first_name is None and entry.last_name is None:
+        if first_name is None and last_name is None:
+            first_name, last_name = "", student
+        entry.first_name, entry.last_name = first_name or "", last_name or ""
+        gb.db.commit()
+
+
+def name_students(course: Path, students: list[str]) -> None:
+    """The drop folder's students in the course's gradebook, named (before the shards copy it)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "minibert") as gb:
+        for student in students:
+            name_student(gb, student)
 
 
 def manual_points(chapter: str) -> float:
@@ -300,7 +346,7 @@ def merge_gradebook(main_db: Path, shard_db: Path) -> int:
         for assignment in src.assignments:
             for sub in src.assignment_submissions(assignment.name):
                 student = sub.student.id
-                dst.update_or_create_student(student)
+                name_student(dst, student, sub.student.first_name, sub.student.last_name)
                 try:
                     dst.find_submission(assignment.name, student)
                     dst.remove_submission(assignment.name, student)
@@ -431,8 +477,9 @@ def grade(course: Path, drop: Path, assignments: list[str] | None = None, jobs: 
     if assignments is None:  # only the chapters that have submissions
         chapters = [ch for ch in chapters if any(s.chapter == ch for s in subs)] or chapters
     setup_course(course, chapters)
-    set_up = time.perf_counter() - start
     gradable = [s for s in subs if not s.problem and s.chapter in chapters]
+    name_students(course, sorted({s.student for s in gradable}))
+    set_up = time.perf_counter() - start
     jobs = max(1, min(jobs, len(gradable) or 1))
     shards = [course / "shards" / f"shard-{i}" for i in range(jobs)]
     per_shard: list[list[Submission]] = [[] for _ in shards]
@@ -516,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cell-timeout", type=int, default=120)
     args = parser.parse_args(argv)
     if args.merge:
+        write_formgrader_config()
         total = sum(merge_shard(args.course.resolve(), p.resolve()) for p in args.merge)
         print(f"merged {total} submissions into {args.course / 'gradebook.db'}")
         return 0

@@ -10,7 +10,9 @@
    runs none of them (no file written through the Jupyter API, no `window.__pwned`, no dialog); the same answer put
    back unsanitized does run there (the control).
 Screenshots of each page are kept in build/test-artifacts/browser/. Chromium is installed with apt-get when it is
-missing (as root); the tests skip, saying why, only when it cannot be installed.
+missing (as root); the tests skip, saying why, only when it cannot be installed. Debian's fonts-noto-cjk is installed
+the same way, best effort: without a Korean font the chapters' Korean summaries show as boxes, and the first test
+fails saying so.
 """
 
 from __future__ import annotations
@@ -25,12 +27,23 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import ROOT, _autograder
-from test_lab import Lab
+from test_lab import Lab, assert_no_news_prompt
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "browser"
 CHAPTER = "04_masking"
 RUN_TIMEOUT_MS = 240_000
+
+
+def apt_install(package: str) -> subprocess.CompletedProcess:
+    """apt-get install PACKAGE (as root), with an apt-get update and a second try when the first fails."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", package]
+    done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=600)
+        done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
+    return done
 
 
 def chromium() -> str:
@@ -40,21 +53,35 @@ def chromium() -> str:
         return found
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         pytest.skip("no chromium, and it cannot be installed here (needs root and apt-get): apt-get install chromium")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]
-    done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:
-        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=600)
-        done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
+    done = apt_install("chromium")
     found = shutil.which("chromium")
     if not found:
         pytest.skip(f"chromium could not be installed with apt-get: {done.stderr[-500:]}")
     return found
 
 
+def korean_fonts() -> list[str]:
+    """The font families fontconfig has for Korean (what Chromium falls back to for Hangul)."""
+    if not shutil.which("fc-list"):
+        return []
+    listed = subprocess.run(["fc-list", ":lang=ko", "family"], capture_output=True, text=True, timeout=60)
+    return sorted({line.strip() for line in listed.stdout.splitlines() if line.strip()})
+
+
+def cjk_fonts() -> None:
+    """Debian's fonts-noto-cjk, best effort like chromium (as root, with apt-get): the Korean summaries need it.
+    Without it the Korean check of the first test fails, naming the package."""
+    if korean_fonts() or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    done = apt_install("fonts-noto-cjk")
+    if done.returncode != 0:
+        print(f"fonts-noto-cjk could not be installed with apt-get: {done.stderr[-500:]}", file=sys.stderr)
+
+
 @pytest.fixture(scope="module")
 def browser():
     executable = chromium()
+    cjk_fonts()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -94,6 +121,50 @@ def shot(page, name: str) -> Path:
     assert path.stat().st_size > 5000, f"{path}: an empty screenshot"
     print(f"screenshot: {path}", file=sys.stderr)
     return path
+
+
+# Draws each Hangul syllable of the element's text on a canvas in the element's own font (the font stack and the
+# fallback the page uses) and compares the pixels: with a Korean font every syllable is a glyph of its own; without
+# one each is the same missing-glyph box, the one drawn for U+0378 (unassigned: no font has it), or nothing.
+KOREAN_GLYPHS_JS = """el => {
+    const syllables = [...new Set(el.textContent.replace(/[^\\uAC00-\\uD7A3]/g, ''))];
+    const style = getComputedStyle(el);
+    const font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const size = Math.ceil(parseFloat(style.fontSize) * 2);
+    const canvas = document.createElement('canvas');
+    canvas.width = canvas.height = size;
+    const ctx = canvas.getContext('2d', {willReadFrequently: true});
+    const draw = text => {
+        ctx.clearRect(0, 0, size, size);
+        ctx.font = font;
+        ctx.textBaseline = 'top';
+        ctx.fillStyle = '#000';
+        ctx.fillText(text, 2, 2);
+        const alpha = ctx.getImageData(0, 0, size, size).data.filter((_, i) => i % 4 === 3);
+        return {ink: alpha.reduce((a, b) => a + (b > 0), 0), pixels: alpha.join(','),
+                width: ctx.measureText(text).width};
+    };
+    const box = draw('\\u0378');
+    const glyphs = syllables.map(draw);
+    return {syllables: syllables.join(''), font,
+            widths: glyphs.map(g => g.width), ink: glyphs.map(g => g.ink),
+            distinct: new Set(glyphs.map(g => g.pixels)).size,
+            boxes: glyphs.filter(g => g.pixels === box.pixels).length,
+            rendered_width: el.getBoundingClientRect().width};
+}"""
+
+
+def korean_glyphs_problem(result: dict) -> str | None:
+    """Why the measured Hangul did not render as glyphs (KOREAN_GLYPHS_JS's result), or None when it did."""
+    n = len(result["syllables"])
+    if n < 2:
+        return f"no Korean text to check: {result}"
+    if not all(w > 0 for w in result["widths"]) or not all(result["ink"]):
+        return f"Hangul drawn with zero width or no ink: {result}"
+    if result["boxes"] or result["distinct"] < n:
+        return f"Hangul drawn as missing-glyph boxes ({result['distinct']} different glyphs for {n} syllables, " \
+               f"{result['boxes']} equal to the box of U+0378): {result}"
+    return None
 
 
 def test_a_chapter_runs_in_jupyterlab_with_its_plot_widget_and_visible_tests(browser, tmp_path):
@@ -139,11 +210,36 @@ def test_a_chapter_runs_in_jupyterlab_with_its_plot_widget_and_visible_tests(bro
         shot(page, "03-plot-rendered")
         exported = tmp_path / "export" / "masking.py"
         assert exported.exists(), "the export cell ran in the browser and wrote the module where it was told"
+        # the Korean summary (핵심 정리) renders as Korean glyphs, not as boxes
+        heading = page.locator(".jp-MarkdownOutput h2", has_text="핵심 정리").first
+        heading.scroll_into_view_if_needed()
+        problem = korean_glyphs_problem(heading.evaluate(KOREAN_GLYPHS_JS))
+        shot(page, "03b-korean-summary")
+        assert problem is None, (f"{problem}\nKorean fonts: {korean_fonts() or 'none'} "
+                                 "(apt-get install fonts-noto-cjk)")
+        assert "official Jupyter news" not in page.inner_text("body"), "JupyterLab asked about Jupyter news"
+        assert_no_news_prompt(lab)
     finally:
         if page is not None:
             page.close()
         lab.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def assert_formgrader_names_students_and_finds_the_exchange(page, lab, students: list[str]) -> None:
+    """The formgrader lists students by name ("last name, first name"; make grade names them after their drop
+    folder entry), never "None, None", and finds the course folder's exchange (no "exchange directory" warning)."""
+    page.goto(f"{lab.base}/formgrader/manage_assignments?token={lab.token}", timeout=120_000)
+    page.wait_for_selector("#main-table td", timeout=120_000)
+    warning = page.locator("#warning-exchange")
+    assert warning.count() == 0, warning.first.inner_text()
+    page.goto(f"{lab.base}/formgrader/manage_students?token={lab.token}", timeout=120_000)
+    page.wait_for_selector(f"td.name:has-text('{students[0]}')", timeout=120_000)
+    names = [n.strip() for n in page.locator("td.name").all_inner_texts()]
+    assert not [n for n in names if "None" in n], f"students listed without a name: {names}"
+    for student in students:
+        assert any(student in n for n in names), f"{student} is not listed by name: {names}"
+    shot(page, "04b-formgrader-students")
 
 
 def test_the_formgrader_lists_the_chapters_and_a_graded_submission(browser, graded_class, tmp_path):
@@ -163,7 +259,10 @@ def test_the_formgrader_lists_the_chapters_and_a_graded_submission(browser, grad
         page.wait_for_selector("text=control", timeout=120_000)
         body = page.inner_text("body")
         assert "control" in body and "graded" in body.lower(), body[:2000]
+        assert "None, None" not in body, "submissions listed without the student's name"
         shot(page, "05-formgrader-submissions")
+        assert_formgrader_names_students_and_finds_the_exchange(page, lab, ["control", "untouched"])
+        assert_no_news_prompt(lab)
     finally:
         page.close()
         lab.stop()
@@ -223,6 +322,9 @@ def test_the_formgrader_runs_no_script_of_a_hostile_markdown_answer(browser, tmp
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "minibert") as gb:
         submission_id = gb.find_submission_notebook(HOSTILE_CHAPTER, HOSTILE_CHAPTER, "mallory").id
+        student = gb.find_student("mallory")
+        assert (student.last_name, student.first_name) == ("mallory", ""), "named after the drop folder's entry"
+    assert (course / "exchange").is_dir() and "c.Exchange.root" in (course / "nbgrader_config.py").read_text()
 
     lab = LabOn(tmp_path, target="formgrader", make_vars={"COURSE": str(course)})
     lab.start()
@@ -248,6 +350,8 @@ def test_the_formgrader_runs_no_script_of_a_hostile_markdown_answer(browser, tmp
         assert answer.count() == 1 and answer.locator("strong", has_text=HONEST).count() == 1
         answer.scroll_into_view_if_needed()
         shot(page, "06-formgrader-hostile-answer-sanitized")
+        assert_formgrader_names_students_and_finds_the_exchange(page, lab, ["mallory"])
+        assert_no_news_prompt(lab)
 
         # control: the same answer unsanitized in the autograded notebook runs in this very page, so the checks above
         # would have seen it

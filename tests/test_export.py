@@ -90,6 +90,29 @@ def shell(monkeypatch):
     InteractiveShell.clear_instance()
 
 
+def test_the_first_cells_track_cells_shows_one_friendly_line(monkeypatch, capsys):
+    """`track_cells()` ends every chapter's first cell, so JupyterLab shows its value: one short line, not the
+    tracker's fields (`CellTracker(by_id={...}, ...)`)."""
+    monkeypatch.setattr(export, "_tracker", None)
+    sh = InteractiveShell.instance()  # what get_ipython() returns in the cell, as in a kernel
+    try:
+        result = sh.run_cell("from minibert_course import track_cells\ntrack_cells()", store_history=True,
+                             cell_id="first")
+        printed = capsys.readouterr().out  # IPython's display hook: `Out[1]: <the line>`
+        assert result.success, result.error_in_exec
+        assert result.result is export._tracker is not None  # the value is still the tracker
+        shown, _ = sh.display_formatter.format(result.result)  # what the kernel sends to JupyterLab
+    finally:
+        InteractiveShell.clear_instance()
+    assert set(shown) == {"text/plain"}, shown
+    text = shown["text/plain"]
+    assert "\n" not in text and len(text) <= 120, text
+    assert "CellTracker" not in text and "by_id" not in text and "{" not in text, text
+    assert text.startswith("Cell tracking is on") and "export" in text, text
+    assert repr(export._tracker) == text and str(export._tracker) == text
+    assert printed.strip().endswith(text) and printed.count("\n") == 1, printed
+
+
 def kit(tmp_path):
     """A minimal student kit: pyproject, src/minibert, the marker, notebooks/."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'k'\n")

@@ -261,6 +261,29 @@ def test_student_lab_shows_validate_but_no_instructor_pages(lab):
     assert "nbgrader_config.py" not in lab.log_tail(200_000), lab.log_tail()
 
 
+def page_config(lab) -> dict:
+    status, _, page = lab.get("/lab")
+    assert status == 200, f"/lab answered {status}"
+    return json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page,
+                                re.S).group(1))
+
+
+def assert_no_news_prompt(lab) -> None:
+    """JupyterLab 4 asks "Would you like to get notified about official Jupyter news?" unless told: the course's lab
+    config turns its announcements plugin off and sets the news feed and the update check to never."""
+    disabled = page_config(lab).get("disabledExtensions", [])
+    disabled = set(disabled) if isinstance(disabled, list) else {k for k, v in disabled.items() if v}
+    assert "@jupyterlab/apputils-extension:announcements" in disabled, sorted(disabled)
+    settings = lab.get_json("/lab/api/settings/@jupyterlab/apputils-extension:notification")
+    for key, never in (("fetchNews", "false"), ("checkForUpdates", False)):  # the user's setting, else the default
+        value = (settings.get("settings") or {}).get(key, settings["schema"]["properties"][key]["default"])
+        assert value == never, f"{key} is {value!r}, not {never!r}: {settings}"
+
+
+def test_the_lab_does_not_ask_about_jupyter_news(lab):
+    assert_no_news_prompt(lab)
+
+
 def test_nothing_is_written_to_home(lab):
     """Last in the file: it stops the server, so that what is written at shutdown is seen too."""
     lab.get_json("/api/status")

@@ -177,7 +177,7 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
 # --- the student-side route: track what the kernel ran, export only a fresh file ------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class CellTracker:
     """Records the source of every cell the kernel runs, by cell id when the frontend sends one.
 
@@ -192,6 +192,13 @@ class CellTracker:
     sources: set[str] = field(default_factory=set)
     default_module: str | None = None
     live: dict[str, types.ModuleType] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # The first cell of every chapter ends with `track_cells()`: this line is what JupyterLab shows under it.
+        return "Cell tracking is on: the chapter's last cell will export the code you run into your package."
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's display: the same one line
+        printer.text(repr(self))
 
     def pre_run_cell(self, info) -> None:  # IPython's ExecutionInfo
         cell_id = getattr(info, "cell_id", None)

@@ -3,27 +3,54 @@
 `make lab` runs `python -m minibert_course.labconfig $JUPYTER_CONFIG_DIR` before it starts JupyterLab, in this
 repository and in a student kit. Without it, nbgrader's formgrader, course list and assignment list load in every
 lab and complain that there is no nbgrader_config.py: those are instructor pages (and an exchange this course does
-not use). `make formgrader` runs with a config folder of its own, where every nbgrader tool is on.
+not use). `make formgrader` runs with a config folder of its own, where every nbgrader tool is on
+(`python -m minibert_course.labconfig --instructor FOLDER`; `make grade` writes it, see autograder/grade.py).
+
+Both labs are quiet: JupyterLab 4 would ask "Would you like to get notified about official Jupyter news?" and then
+fetch news and check for updates on the internet. Its announcements plugin is off, and its settings say never.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 SERVER_OFF = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list",
               "nbgrader.server_extensions.assignment_list")
 LAB_OFF = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list", "@jupyter/nbgrader:create-assignment",
            "@jupyter/nbgrader:assignment-list")
+# JupyterLab 4's news prompt, news feed and update check (jupyterlab 4.x, @jupyterlab/apputils-extension)
+NEWS_OFF = ("@jupyterlab/apputils-extension:announcements",)
+QUIET_SETTINGS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
 
 
 def _update(path: Path, change) -> None:
-    """Apply `change` to the JSON object in `path` (created if missing), keeping every other setting."""
+    """Apply `change` to the JSON object in `path` (created if missing), keeping every other setting. The file is
+    replaced whole, so a server starting meanwhile never reads half of it."""
     data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     change(data)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(data, indent=2) + "\n")
+    os.chmod(tmp, 0o644)  # as a plain write would leave it (mkstemp's file is private)
+    os.replace(tmp, path)
+
+
+def _merge_settings(data: dict) -> None:
+    for plugin, settings in QUIET_SETTINGS.items():
+        data.setdefault(plugin, {}).update(settings)
+
+
+def write_quiet_config(folder: str | Path) -> None:
+    """No news prompt, no news, no update check in the lab of the Jupyter config folder `folder`."""
+    folder = Path(folder)
+    _update(folder / "labconfig" / "page_config.json", lambda d: d.setdefault("disabledExtensions", {}).update(
+        dict.fromkeys(NEWS_OFF, True)))
+    _update(folder / "labconfig" / "default_setting_overrides.json", _merge_settings)
 
 
 def write_student_config(folder: str | Path) -> None:
@@ -33,9 +60,19 @@ def write_student_config(folder: str | Path) -> None:
         "jpserver_extensions", {}).update(dict.fromkeys(SERVER_OFF, False)))
     _update(folder / "labconfig" / "page_config.json", lambda d: d.setdefault("disabledExtensions", {}).update(
         dict.fromkeys(LAB_OFF, True)))
+    write_quiet_config(folder)
+
+
+def write_instructor_config(folder: str | Path) -> None:
+    """The formgrader's Jupyter config folder: every nbgrader tool on (nothing to write), the lab quiet."""
+    write_quiet_config(folder)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: python -m minibert_course.labconfig JUPYTER_CONFIG_DIR")
-    write_student_config(sys.argv[1])
+    args = sys.argv[1:]
+    instructor = args[:1] == ["--instructor"]
+    if instructor:
+        args = args[1:]
+    if len(args) != 1:
+        raise SystemExit("usage: python -m minibert_course.labconfig [--instructor] JUPYTER_CONFIG_DIR")
+    (write_instructor_config if instructor else write_student_config)(args[0])
