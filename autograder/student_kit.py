@@ -80,7 +80,7 @@ bench: $(STAMP)  ## chapter 09: training speed of your minibert vs transformers 
 gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped, resumed, compared
 \t$(BIN)/python -m minibert.bench --gpu-check $(ARGS)
 
-masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 25 min; again: resumes)
+masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 35 min; again: resumes)
 \t$(BIN)/python -m minibert.variants --masking-rates --out runs/masking-rates $(ARGS)
 """
 
@@ -169,7 +169,7 @@ make pretrain          # chapter 06's tiny BERT (runs/tiny, about 10 minutes on 
 make finetune-compare  # chapter 08's comparison (after make pretrain; see the chapter for its time): runs/finetune
 make bench             # chapter 09: training speed of your minibert vs transformers on this CPU (under a minute)
 make gpu-check         # chapter 09 on a GPU (under 8 minutes): figures in runs/gpu-check/gpu_check.json
-make masking-rates     # chapter 10's masking-rate study (about 25 minutes on 2 cores; run again: resumes)
+make masking-rates     # chapter 10's masking-rate study (about 35 minutes on 2 cores; run again: resumes)
 ```
 
 Extra flags go in `ARGS`: `make bench ARGS="--rounds 1"`, `make pretrain ARGS="--minutes 5"` (`--help` of each

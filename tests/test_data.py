@@ -472,7 +472,8 @@ def test_short_targets_are_drawn_per_pair():
 def test_label_balance_on_long_documents():
     """Sentences of 3-40 pieces in documents of 150 sentences, max_seq_length 128. Each pair's label is a fair coin;
     the only bias is a NotNext forced for a one-sentence chunk at a document's end (at most 1/2 per document pass in
-    expectation), allowed for on the upper side. 4.5 standard errors excludes the original script's 61%."""
+    expectation), allowed for on the upper side. 4.5 standard errors excludes the original script's worst seeds (up
+    to 61%)."""
     documents = traced_documents(random_lengths(40, 150, 3, 40, seed=1))
     instances = create_nsp_instances(documents, dupe_factor=2, seed=12345)
     n = len(instances)
@@ -486,7 +487,7 @@ def test_label_balance_on_long_documents():
 def test_label_balance_on_wikipedia(wikipedia_documents, tokenizer):
     """30 articles of gensim's Wikipedia sample, tokenized with the real bert-base-uncased vocabulary, 2 passes
     (about 3,800 pairs): the NotNext share is 1/2 within 4.5 standard errors (+-0.037) plus the end-of-document bias
-    bound (30 * 2 / (2 n), about 0.008). The original script gives 61% on this corpus."""
+    bound (30 * 2 / (2 n), about 0.008). The original script gives 50-61% on this corpus, by seed."""
     documents = [[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in doc]
                  for doc in wikipedia_documents[:30]]
     documents = [[s for s in doc if s] for doc in documents]
@@ -497,7 +498,7 @@ def test_label_balance_on_wikipedia(wikipedia_documents, tokenizer):
     assert -Z * 0.5 / math.sqrt(n) <= share - 0.5 <= Z * 0.5 / math.sqrt(n) + 30 * 2 / (2 * n), (
         f"{share:.3f} NotNext of {n} pairs"
     )
-    assert share < 0.58, "the original script's 61% NotNext must not come back"
+    assert share < 0.58, "the original script's lean toward NotNext (up to 61%) must not come back"
     assert all(i.tokens_a and i.tokens_b and len(i.tokens_a) + len(i.tokens_b) <= 125 for i in instances)
     assert sum(len(i.tokens_a) + len(i.tokens_b) == 125 for i in instances) > n / 2, "most pairs fill the input"
 

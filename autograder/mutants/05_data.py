@@ -156,7 +156,7 @@ MUTANTS = [
     dict(
         exercise="pairs-solution",
         name="script-forces-notnext",
-        why="as the original script: a one-sentence chunk is always NotNext (61% NotNext on Wikipedia)",
+        why="as the original script: a one-sentence chunk is always NotNext (up to 61% NotNext on Wikipedia, by seed)",
         edits=[(_BORROW, "if False:")],
     ),
     dict(

@@ -60,7 +60,8 @@ def bernoulli_targets(candidates: torch.Tensor, mlm_probability: float, generato
 
 
 def _fixed_count_targets(candidates, mlm_probability, max_predictions, word_ids, generator):
-    """Exactly num_targets(n) targets per row, chosen uniformly among candidates (whole words if word_ids)."""
+    """num_targets(n) targets per row, chosen uniformly among candidates; with word_ids, whole words and at most
+    num_targets(n) of them (a word that would overshoot is skipped)."""
     targets = torch.zeros_like(candidates)
     for row in range(candidates.shape[0]):
         positions = candidates[row].nonzero().flatten().tolist()
@@ -109,7 +110,8 @@ def mask_tokens(
         mask_replace_prob, random_replace_prob: split of the targets (BERT: 0.8 and 0.1; the rest unchanged).
         generator: a seeded torch.Generator makes the result repeatable.
         attention_mask: (B, T), 0 at padding; padding is never a target.
-        mode: "bernoulli" (each candidate independently, as Hugging Face) or "fixed" (an exact count per row, as
+        mode: "bernoulli" (each candidate independently, as Hugging Face) or "fixed" (an exact count per row, at most
+            that count with whole words, as
             the original BERT data script).
         max_predictions: cap on targets per row in "fixed" mode (the script's max_predictions_per_seq).
         word_ids: (B, T) word index of each piece (see word_ids_from_tokens): whole-word masking.

@@ -433,7 +433,7 @@ def plot_masking_rates(rows: list[dict]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m minibert.variants --masking-rates`: the study of chapter 10 (about 25 minutes on 2 cores)."""
+    """`python -m minibert.variants --masking-rates`: the study of chapter 10 (about 35 minutes on 2 cores)."""
     parser = argparse.ArgumentParser(prog="python -m minibert.variants", description=main.__doc__)
     parser.add_argument("--masking-rates", action="store_true", help="run the masking-rate study")
     parser.add_argument("--out", default="runs/masking-rates", help="folder of the study's models and JSON")

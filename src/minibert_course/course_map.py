@@ -105,7 +105,7 @@ ORDER = """## The chapters
 |---|---|---|---|---|---|---|
 {rows}
 
-"Runs in" is the time the finished notebook takes to run top to bottom on a 2-core laptop CPU without a GPU,
+"Runs in" is the time the finished notebook takes to run top to bottom on 2 CPU cores without a GPU,
 measured {when}; it is the one run time the course gives for each chapter. Your first pass, reading and writing the
 exercises, takes much longer. Chapter 09's GPU runs and
 the longer studies (`make pretrain`, `make finetune-compare`, `make masking-rates`) are separate commands, each named
@@ -126,9 +126,10 @@ GRADING = """## How grading works
 - **Validate** before you hand in: the *Validate* button of the notebook toolbar, or
   `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`. It runs the whole notebook and lists failing tests.
 - **Submit** the saved notebooks as your instructor asks. The grader runs your answer cells (and code cells you add)
-  with the course's own given cells and tests, in a plain Python interpreter, in a sandbox: magics and `!` commands
-  are not run there, and edits to given or test cells are not used. Each chapter is graded on its own, with the
-  reference code of the earlier chapters: a mistake in chapter 02 costs no points in chapter 05. Written answers
+  with the course's own given cells and tests, in a plain Python interpreter, in a sandbox: `!` commands and most
+  magics are not run there (the code under `%time`, `%%time`, `%%timeit` and `%%capture` still runs), and edits to
+  given or test cells are not used. Each chapter is graded on its own, with the reference code of the earlier
+  chapters: a mistake in chapter 02 costs no points in chapter 05. Written answers
   are marked by hand with a mark scheme; until then they count 0.
 - **Feedback** shows your points per test; it does not show the hidden tests."""
 
@@ -147,8 +148,9 @@ config = BertConfig.tiny(vocab_size=30522)
 model = BertForPreTraining(config)        # state-dict keys as in transformers: checkpoints move both ways
 ```
 
-From a terminal in the course folder: `make test` runs the package tests on your own `src/minibert`, chapter by
-chapter, and ends with a certificate (pass / FAIL / not yet exported per chapter); `make pretrain` pretrains a tiny
+From a terminal in the folder of the student kit: `make test` runs the package tests on your own `src/minibert`,
+chapter by chapter, and ends with a certificate (pass / FAIL / not yet exported per chapter; in a clone of the course
+repository, `make test` is the instructor's whole test suite); `make pretrain` pretrains a tiny
 BERT with your loop; `.venv/bin/python -m minibert.finetune --help` fine-tunes it. Elsewhere,
 `pip install -e path/to/the/course` makes `import minibert` work in any environment.
 
@@ -160,24 +162,25 @@ KOREAN = """## 핵심 정리 (Korean summary)
   pretraining objective와 loop, task head, 실제 데이터의 fine-tuning, GPU에서 Base 크기로 pretraining하는 도구,
   BERT 이후의 모델. 각 chapter의 마지막 cell이 여러분의 코드를 package에 써 넣으므로, 뒤의 chapter와 나중에
   `minibert`를 import하는 사람은 모두 여러분의 코드로 실행된다. chapter는 **순서대로** 진행한다.
-- 위 표의 "runs in"은 완성된 notebook을 2-core CPU에서 처음부터 끝까지 실행하는 데 걸린 측정 시간이며, course가
+- 위 표의 "runs in"은 완성된 notebook을 CPU core 2개에서 처음부터 끝까지 실행하는 데 걸린 측정 시간이며, course가
   chapter마다 제시하는 유일한 실행 시간이다. 더 긴 실행(`make pretrain`, `make finetune-compare`,
   `make masking-rates`, chapter 09의 GPU check)은 별도 명령이고 각 chapter가 시간을 밝힌다.
 - 채점: *YOUR CODE HERE* cell의 `raise NotImplementedError()`를 코드로 바꾼다. 서술형 답(*YOUR ANSWER HERE*)은
   mark scheme에 따라 사람이 채점하며 그 전까지는 0점이다. 각 exercise 뒤의 visible test는 언제든 실행할 수 있고,
   실패하면 무엇이 틀렸는지(기댓값과 실제 값, 입력) 알려 준다. 예외로 chapter 10의 lecture 복습(참/거짓, quiz,
   BERT · RoBERTa · ELECTRA 표)의 visible test는 답의 **형식**(key, 글자, 숫자)만 확인하고 정답 여부는 확인하지 않는다.
-  정답을 확인하면 답이 드러나기 때문이다. 그 점수는 hidden test만으로 정해진다.
+  정답을 확인하면 답이 드러나기 때문이다. 그 점수는 hidden test만으로, 서술형 답은 사람이 정한다.
 - Hidden test는 강사가 채점할 때 추가되며 더 많은 경우와 흔한 실수를 시험한다. visible test 통과는 필요조건이지
   충분조건이 아니다. 제출 전에 *Validate* 버튼이나 `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`로
   확인한다.
 - Grader는 여러분의 answer cell(과 직접 추가한 code cell)을 course의 given cell, test와 함께 sandbox 안의 일반
-  Python interpreter에서 실행한다. magic과 `!` 명령은 실행되지 않고, given cell이나 test cell을 고친 내용은 쓰이지
+  Python interpreter에서 실행한다. `!` 명령과 대부분의 magic은 실행되지 않고(`%time`, `%%time`, `%%timeit`,
+  `%%capture` 아래의 코드는 실행된다), given cell이나 test cell을 고친 내용은 쓰이지
   않는다. 각 chapter는 이전 chapter의 reference 코드로 따로 채점하므로 chapter 02의 실수가 chapter 05의 점수를 깎지
   않는다. Feedback은 test별 점수를 보여 주고 hidden test는 보여 주지 않는다.
-- chapter를 export한 뒤에는 열려 있는 다른 notebook의 kernel을 다시 시작한다(Kernel > Restart). course folder의
-  terminal에서 `make test`는 여러분의 `src/minibert`로 package test를 실행하고 chapter별 결과(pass / FAIL / not yet
-  exported)를 certificate로 보여 준다.
+- chapter를 export한 뒤에는 열려 있는 다른 notebook의 kernel을 다시 시작한다(Kernel > Restart). student kit
+  folder의 terminal에서 `make test`는 여러분의 `src/minibert`로 package test를 실행하고 chapter별 결과(pass / FAIL /
+  not yet exported)를 certificate로 보여 준다(course repository를 clone한 경우 `make test`는 강사용 전체 test suite다).
 - `docs/lecture_coverage.md`는 강의의 모든 항목(section, 확인 문제, 흔한 오해, self-check, 수치)이 어느 cell에서
   가르쳐지고 어느 test가 채점하는지, 또는 채점되지 않는지를 보여 준다."""
 
