@@ -148,7 +148,8 @@ def mask_tokens(
 def word_ids_from_tokens(
     tokens: list[str], special_tokens: tuple[str, ...] = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 ) -> list[int]:
-    """Word index of every piece: `##` pieces continue the previous word; special tokens get -1."""
+    """Word index of every piece: `##` pieces continue the previous word (a leading one starts word 0); special
+    tokens get -1, except [UNK], which stands for a word."""
     word_ids, current = [], -1
     for token in tokens:
         if token in special_tokens and token != "[UNK]":

@@ -33,9 +33,10 @@ def flops_per_token(config: BertConfig, seq_len: int, target_fraction: float = 0
 
     N counts the weights of the matrix products each position goes through: every encoder layer (Q, K, V, the
     attention output, the two feed-forward matrices); the MLM head (transform H x H, decoder V x H) for the share
-    `target_fraction` of positions where it is computed; the pooler and the NSP classifier once per sequence, so
-    1/seq_len of them per position. A weight costs 2 FLOPs per position forward (a multiply and an add) and 4
-    backward (gradients of the input and of the weight): 6N. Attention adds what depends on T: the scores Q·K^T
+    `target_fraction` of positions whose logits the loss needs (the targets), however many an implementation
+    computes; the pooler and the NSP classifier once per sequence, so 1/seq_len of them per position. A weight
+    costs 2 FLOPs per position forward (a multiply and an add) and 4 backward (gradients of the input and of the
+    weight): 6N. Attention adds what depends on T: the scores Q·K^T
     and the mix of values, 2·H·T FLOPs each per position and layer forward, x3 with backward: 12·L·H·T.
     Embedding lookups, biases, LayerNorm and softmax are not matrix products and are left out.
     """

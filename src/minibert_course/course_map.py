@@ -127,9 +127,9 @@ GRADING = """## How grading works
   `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`. It runs the whole notebook and lists failing tests.
 - **Submit** the saved notebooks as your instructor asks. The grader runs your answer cells (and code cells you add)
   with the course's own given cells and tests, in a plain Python interpreter, in a sandbox: `!` commands and most
-  magics are not run there (the code under `%time`, `%%time`, `%%timeit` and `%%capture` still runs), and edits to
-  given or test cells are not used. Each chapter is graded on its own, with the reference code of the earlier
-  chapters: a mistake in chapter 02 costs no points in chapter 05. Written answers
+  magics are not run there (the code under `%time`, `%timeit`, `%prun`, `%%time`, `%%timeit`, `%%prun` and
+  `%%capture` still runs), and edits to given or test cells are not used. Each chapter is graded on its own, with
+  the reference code of the earlier chapters: a mistake in chapter 02 costs no points in chapter 05. Written answers
   are marked by hand with a mark scheme; until then they count 0.
 - **Feedback** shows your points per test; it does not show the hidden tests."""
 
@@ -174,8 +174,8 @@ KOREAN = """## 핵심 정리 (Korean summary)
   충분조건이 아니다. 제출 전에 *Validate* 버튼이나 `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`로
   확인한다.
 - Grader는 여러분의 answer cell(과 직접 추가한 code cell)을 course의 given cell, test와 함께 sandbox 안의 일반
-  Python interpreter에서 실행한다. `!` 명령과 대부분의 magic은 실행되지 않고(`%time`, `%%time`, `%%timeit`,
-  `%%capture` 아래의 코드는 실행된다), given cell이나 test cell을 고친 내용은 쓰이지
+  Python interpreter에서 실행한다. `!` 명령과 대부분의 magic은 실행되지 않고(`%time`, `%timeit`, `%prun`,
+  `%%time`, `%%timeit`, `%%prun`, `%%capture` 아래의 코드는 실행된다), given cell이나 test cell을 고친 내용은 쓰이지
   않는다. 각 chapter는 이전 chapter의 reference 코드로 따로 채점하므로 chapter 02의 실수가 chapter 05의 점수를 깎지
   않는다. Feedback은 test별 점수를 보여 주고 hidden test는 보여 주지 않는다.
 - chapter를 export한 뒤에는 열려 있는 다른 notebook의 kernel을 다시 시작한다(Kernel > Restart). student kit
