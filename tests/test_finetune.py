@@ -38,6 +38,7 @@ from minibert.finetune import (
 )
 from minibert.heads import BertForPreTraining
 from minibert.masking import IGNORE_INDEX
+from minibert.pretrain import load_trainer_state
 from minibert.task_data import WNUT_LABELS, load_qa, load_wnut16
 from minibert.tasks import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from minibert.tokenization import BertTokenizer
@@ -320,7 +321,7 @@ def test_ctrl_c_stops_after_the_step_and_the_resumed_run_ends_bit_for_bit(tmp_pa
         m.setattr(BertForSequenceClassification, "forward", forward)
         with pytest.raises(KeyboardInterrupt):
             train(small(tmp_path / "b", task="sentiment"), progress=False)
-    state = torch.load(tmp_path / "b" / "run" / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(tmp_path / "b" / "run" / "checkpoint")
     assert state["step"] == 3, "the step in flight finishes, then the checkpoint is written"
     resumed = train(small(tmp_path / "b", task="sentiment"), progress=False)
     a = BertForSequenceClassification.from_pretrained(tmp_path / "a" / "run" / "checkpoint").state_dict()

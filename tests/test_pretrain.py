@@ -9,6 +9,7 @@ reasoning about the schedule and the data, not from re-running minibert's own co
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import random
@@ -33,7 +34,9 @@ from minibert.pretrain import (
     Schedule,
     fill_mask,
     latest_checkpoint,
+    load_trainer_state,
     make_optimizer,
+    save_checkpoint,
     train,
     train_step,
 )
@@ -92,8 +95,12 @@ def test_checkpoint_folder_is_complete_and_loads(trained):
     out = Path(cfg.out_dir)
     folder = Path(result["checkpoint"])
     assert folder == out / "checkpoint"
-    assert {"config.json", "model.safetensors", "vocab.txt", "trainer_state.pt"} <= {p.name for p in
-                                                                                     folder.iterdir()}
+    assert {"config.json", "model.safetensors", "vocab.txt", "trainer_state.json", "trainer_state.pt"} <= {
+        p.name for p in folder.iterdir()}
+    written = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))  # step, history, schedule: JSON
+    assert written["step"] == TRAIN_STEPS and written["history"] == result["history"] and "schedule" in written
+    tensors = torch.load(folder / "trainer_state.pt", weights_only=True)  # no pickle: tensors, dicts and numbers
+    assert set(tensors) == {"step", "optimizer", "torch_rng"}, set(tensors)
     assert not (out / "checkpoint-new").exists() and not (out / "checkpoint-old").exists()
     assert (out / "pretrain_config.json").exists()
     assert (folder / "vocab.txt").read_text(encoding="utf-8") == (out / "vocab.txt").read_text(encoding="utf-8")
@@ -103,7 +110,7 @@ def test_checkpoint_folder_is_complete_and_loads(trained):
     assert (model.config.hidden_size, model.config.intermediate_size, model.config.max_position_embeddings) == (
         32, 64, 32)
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
-    state = torch.load(folder / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(folder)
     assert state["step"] == TRAIN_STEPS and state["history"] == result["history"]
     assert {"optimizer", "schedule", "elapsed", "torch_rng"} <= set(state)
     # the checkpoint holds the final weights: the held-out evaluation gives the final figures again
@@ -226,8 +233,8 @@ def assert_same_weights(a_folder: Path, b_folder: Path, what: str) -> None:
     diffs = {k: (a[k] - b[k]).abs().max().item() for k in a}
     worst = max(diffs, key=diffs.get)
     assert diffs[worst] == 0.0, f"{what}: weights differ from the straight run's by up to {diffs[worst]:.3g} ({worst})"
-    sa = torch.load(a_folder / "trainer_state.pt", weights_only=False)
-    sb = torch.load(b_folder / "trainer_state.pt", weights_only=False)
+    sa = load_trainer_state(a_folder)
+    sb = load_trainer_state(b_folder)
     assert sa["step"] == sb["step"]
     for (i, x), (j, y) in zip(sa["optimizer"]["state"].items(), sb["optimizer"]["state"].items(), strict=True):
         assert i == j and all(torch.equal(x[k], y[k]) for k in x), f"{what}: AdamW state of parameter {i} differs"
@@ -248,7 +255,7 @@ def test_resume_continues_from_the_checkpoint_with_the_same_batches(resumed):
         "the step-5 evaluation comes from before the interruption and must be carried over unchanged")
     out = resumed["root"] / "b"
     assert not (out / "checkpoint-new").exists() and not (out / "checkpoint-old").exists()
-    assert torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["step"] == 10
+    assert load_trainer_state(out / "checkpoint")["step"] == 10
 
 
 def test_learning_rate_follows_the_schedule_straight_and_resumed(resumed):
@@ -320,7 +327,7 @@ def test_a_signal_at_any_point_of_a_step_stops_between_steps_and_resumes_bit_for
         assert isinstance(stopped, SystemExit) and stopped.code == 143, f"SIGTERM: expected exit 143, got {stopped!r}"
     last_whole_step = 6 if point == "checkpoint-write" else 7  # the checkpoint of step count 6 is written after step 5
     assert len(first["lrs"]) == last_whole_step, "the loop should stop after the step in flight, not run on"
-    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(out / "checkpoint")
     assert state["step"] == last_whole_step, f"the checkpoint says step {state['step']}, {last_whole_step} were taken"
     assert f"stopped after step {last_whole_step}" in capsys.readouterr().out
     assert not (out / "checkpoint-new").exists() and not (out / "checkpoint-old").exists()
@@ -344,7 +351,7 @@ def test_a_keyboard_interrupt_raised_inside_a_step_keeps_a_whole_checkpoint(resu
     settings = dict(max_steps=10, checkpoint_every=4)  # the last periodic checkpoint before step 6 is step 4
     first = recorded_run(tiny(out, **settings), signal_at=(None, point, 6))
     assert isinstance(first["stopped"], KeyboardInterrupt)
-    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(out / "checkpoint")
     want = 4 if point == "optimizer-step" else 6
     assert state["step"] == want, f"interrupted in the {point} of step 6: checkpoint of step {state['step']}"
     printed = capsys.readouterr().out
@@ -378,7 +385,7 @@ def test_a_second_ctrl_c_stops_at_once(resumed, tmp_path):
         mp.setattr(BertForPreTraining, "forward", forward)
         with pytest.raises(KeyboardInterrupt):
             train(tiny(out, max_steps=10, checkpoint_every=3), progress=False)
-    assert torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["step"] == 4
+    assert load_trainer_state(out / "checkpoint")["step"] == 4
     after = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert after == before, "train() must give the Ctrl+C and SIGTERM handlers back"
 
@@ -407,7 +414,7 @@ def test_stop_after_step_stops_as_sigterm_would_and_resumes_bit_for_bit(resumed,
                                                                               stop_after - 1))
     assert isinstance(by_signal["stopped"], SystemExit) and by_signal["stopped"].code == 143
     assert_same_weights(tmp_path / "signal" / "checkpoint", tmp_path / "flag" / "checkpoint", "flag vs SIGTERM")
-    states = [torch.load(tmp_path / name / "checkpoint" / "trainer_state.pt", weights_only=False)
+    states = [load_trainer_state(tmp_path / name / "checkpoint")
               for name in ("flag", "signal")]
     assert states[0]["step"] == stop_after and without_time(states[0]["history"]) == without_time(
         states[1]["history"]), "the checkpoint of --stop-after-step differs from the one of SIGTERM"
@@ -429,7 +436,7 @@ def test_stop_after_step_from_the_command_line_exits_143(resumed, tmp_path):
                            capture_output=True, text=True, timeout=300)
     assert first.returncode == 143, first.stderr[-2000:]
     assert "--stop-after-step 5: stopped after step 5" in first.stdout, first.stdout[-2000:]
-    assert torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["step"] == 5
+    assert load_trainer_state(out / "checkpoint")["step"] == 5
     again = subprocess.run([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10)], capture_output=True,
                            text=True, timeout=300)
     assert again.returncode == 0 and "starting at step 5" in again.stdout, again.stderr[-2000:]
@@ -477,7 +484,7 @@ def test_sigkill_leaves_a_whole_checkpoint_and_resumes_bit_for_bit(resumed, tmp_
     assert (out / "checkpoint-new" / "trainer_state.pt").read_bytes() == b"half a file"
     found = latest_checkpoint(out)
     assert found == out / "checkpoint"
-    assert torch.load(found / "trainer_state.pt", weights_only=False)["step"] == 3
+    assert load_trainer_state(found)["step"] == 3
     BertForPreTraining.from_pretrained(found)  # loads: config, weights and vocabulary are whole
     resumed_run = subprocess.run([sys.executable, "-m", "minibert.pretrain", *cli_args(out, 10)],
                                  capture_output=True, text=True, timeout=300)
@@ -539,7 +546,7 @@ def test_sigkill_at_a_random_moment_resumes_from_the_last_checkpoint(resumed, tm
     assert killed.returncode == -signal.SIGKILL, f"moment {kill_at}: {killed.stdout[-2000:]}{killed.stderr[-2000:]}"
     found = latest_checkpoint(out)
     assert found is not None, "the run was killed after its first checkpoint: one must be on disk"
-    step = torch.load(found / "trainer_state.pt", weights_only=False)["step"]
+    step = load_trainer_state(found)["step"]
     print(f"\nmoment {kill_at} of {MOMENTS_AFTER_FIRST_CHECKPOINT}: {killed.stdout.splitlines()[-1]}; resuming from "
           f"{found.name} at step {step}")
     assert step in (3, 6, 9, 10)
@@ -630,7 +637,7 @@ def test_cli_trains_and_reports(tmp_path):
     assert lines, proc.stdout
     assert lines[-1].startswith("step 6 "), lines[-1]
     assert (out / "checkpoint" / "model.safetensors").exists()
-    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(out / "checkpoint")
     assert [h["step"] for h in state["history"]] == [3, 6]
 
 
@@ -929,7 +936,7 @@ def test_cli_flags_reach_the_model_and_the_optimizer(resumed, tmp_path):
     config = BertConfig.from_json_file(out / "checkpoint" / "config.json")
     assert (config.hidden_size, config.num_attention_heads, config.intermediate_size, config.num_hidden_layers) == (
         24, 3, 40, 1)
-    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(out / "checkpoint")
     assert state["schedule"]["warmup"] == 2 and state["schedule"]["total"] == 4
     assert state["optimizer"]["param_groups"][0]["lr"] == pytest.approx(3e-4 / 2), "step 3 of 4: half the peak"
 
@@ -1007,3 +1014,27 @@ def test_fill_mask_works_with_a_masked_lm(trained_model):
     want = fill_mask(pretraining, tokenizer, text, top_k=4)
     assert [p for p, _ in got[0]] == [p for p, _ in want[0]]
     assert [v for _, v in got[0]] == pytest.approx([v for _, v in want[0]], abs=1e-6)
+
+
+def test_trainer_state_from_two_checkpoints_is_refused_and_an_old_checkpoint_still_loads(trained, tmp_path):
+    """The two files of the trainer state belong together (the .pt repeats the step): a folder that mixes two
+    checkpoints is refused with the reason, not resumed with one step's moments and another step's history. A
+    checkpoint of an earlier minibert (every field in trainer_state.pt) loads as before, without unpickling."""
+    cfg, result = trained
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(result["checkpoint"], folder)
+    state = load_trainer_state(folder)
+    model = BertForPreTraining.from_pretrained(folder)
+    optimizer = make_optimizer(model, cfg)
+    optimizer.load_state_dict(state["optimizer"])
+    later = tmp_path / "later"
+    save_checkpoint(later, model, optimizer, BertTokenizer(folder / "vocab.txt"),
+                    {**{k: v for k, v in state.items() if k != "optimizer"}, "step": state["step"] + 1})
+    shutil.copy(later / "trainer_state.pt", folder / "trainer_state.pt")
+    with pytest.raises(ValueError, match="two checkpoints"):
+        load_trainer_state(folder)
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    torch.save({**state, "optimizer": optimizer.state_dict()}, legacy / "trainer_state.pt")
+    old = load_trainer_state(legacy)
+    assert old["step"] == state["step"] and old["history"] == state["history"] and old["schedule"] == state["schedule"]

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from minibert.checkpoint import load_state_dict
-from minibert.pretrain import PretrainConfig, train
+from minibert.pretrain import PretrainConfig, load_trainer_state, train
 
 SETTING = {"--limit-documents": 12, "--vocab-size": 800, "--seq-len": 32, "--batch-size": 8, "--warmup": 2,
            "--eval-every": 4, "--eval-batches": 1, "--checkpoint-every": 3, "--hidden-size": 32,
@@ -86,7 +86,7 @@ def test_gradient_accumulation_equals_one_batch_k_times_larger(one_process, tmp_
     assert result["step"] == 8
     diff, where = largest_difference(one_process, out)
     assert diff < 1e-6, f"4 micro-batches of 2 vs 1 batch of 8: weights differ by {diff:.3g} ({where})"
-    reference = torch.load(one_process / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    reference = load_trainer_state(one_process / "checkpoint")["history"]
     for ours, theirs in zip(result["history"], reference, strict=True):
         assert ours["train_loss"] == pytest.approx(theirs["train_loss"], abs=1e-5), "the reported loss is the batch's"
 
@@ -125,9 +125,9 @@ def two_processes(one_process, tmp_path_factory):
 def test_two_ddp_processes_equal_one_process_on_the_same_global_batch(one_process, two_processes):
     diff, where = largest_difference(one_process, two_processes)
     assert diff < 1e-6, f"2 processes x 4 rows vs 1 process x 8 rows: weights differ by {diff:.3g} ({where})"
-    state = torch.load(two_processes / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(two_processes / "checkpoint")
     assert len(state["rng_per_rank"]) == 2, "each process's random state is saved"
-    reference = torch.load(one_process / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    reference = load_trainer_state(one_process / "checkpoint")["history"]
     assert [h["step"] for h in state["history"]] == [h["step"] for h in reference]
     for ours, theirs in zip(state["history"], reference, strict=True):
         assert ours["train_loss"] == pytest.approx(theirs["train_loss"], abs=1e-5)
@@ -161,15 +161,15 @@ def test_ddp_run_killed_with_sigkill_resumes_and_continues_the_same_curve(two_pr
     script.write_text(KILL_AFTER_CHECKPOINT, encoding="utf-8")
     killed = torchrun(2, flags(out, 8), script=str(script))
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:] + killed.stderr[-2000:]
-    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(out / "checkpoint")
     assert state["step"] == 3
     resumed = torchrun(2, flags(out, 8))
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
     assert "starting at step 3" in resumed.stdout, resumed.stdout
     diff, where = largest_difference(two_processes, out)
     assert diff == 0.0, f"killed at step 3 and resumed vs straight: weights differ by {diff:.3g} ({where})"
-    straight = torch.load(two_processes / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
-    again = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    straight = load_trainer_state(two_processes / "checkpoint")["history"]
+    again = load_trainer_state(out / "checkpoint")["history"]
     def curve(history):
         return [{k: v for k, v in h.items() if k != "seconds"} for h in history]  # all but the wall clock
 
@@ -182,7 +182,7 @@ def test_bf16_autocast_trains_with_fp32_weights(one_process, tmp_path):
     (out / "vocab.txt").write_bytes((one_process / "vocab.txt").read_bytes())
     result = train(config(out, 8, precision="bf16"), progress=False)
     assert {v.dtype for v in weights(out).values()} == {torch.float32}, "master weights stay fp32"
-    reference = torch.load(one_process / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+    reference = load_trainer_state(one_process / "checkpoint")["history"]
     first = result["history"][0]["train_loss"], reference[0]["train_loss"]
     assert first[0] == pytest.approx(first[1], rel=0.02), f"bf16 vs fp32 loss after 4 steps: {first}"
     assert first[0] != first[1], "bf16 autocast changed nothing: was it applied?"
@@ -249,7 +249,7 @@ def test_a_second_phase_resumes_at_a_longer_length(one_process, tmp_path):
     assert first["step"] == 6
     second = train(config(out, 10, max_seq_length=64), progress=False)
     assert second["step"] == 10 and second["history"][0]["step"] <= 6
-    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(out / "checkpoint")
     history = state["history"]
     pairs = zip(history[:-1], history[1:], strict=True)
     per_step = [(b["tokens"] - a["tokens"]) / (b["step"] - a["step"]) for a, b in pairs]

@@ -16,6 +16,7 @@ import torch
 
 from minibert import BertConfig, BertForPreTraining
 from minibert.bench import pretraining_batch, run
+from minibert.pretrain import load_trainer_state
 from minibert.train import flops_per_token, mfu, peak_flops
 
 
@@ -117,7 +118,7 @@ def test_train_entry_reports_tokens_per_second_and_mfu(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "tokens/s" in proc.stdout and "MFU" in proc.stdout, proc.stdout
-    state = torch.load(out / "checkpoint" / "trainer_state.pt", weights_only=False)
+    state = load_trainer_state(out / "checkpoint")
     assert [h["tokens"] % 8 for h in state["history"]] == [0, 0] and state["history"][-1]["tokens"] <= 6 * 8 * 32
     assert state["history"][-1]["tokens"] > state["history"][0]["tokens"]
 

@@ -26,7 +26,7 @@ import torch
 from minibert.config import BertConfig
 from minibert.heads import BertForPreTraining
 from minibert.masking import mask_tokens
-from minibert.pretrain import autocast
+from minibert.pretrain import autocast, load_trainer_state
 from minibert.train import flops_per_token, mfu, peak_flops
 
 CONFIGS = {  # L, H, A, F: the course's tiny model, BERT-Small (Turc et al., 2019) and BERT-Base
@@ -281,7 +281,7 @@ def gpu_check(out: Path = Path("runs/gpu-check"), corpus: str = "wikipedia", ste
             pretrain["wall_seconds"] = time.perf_counter() - start
             problem = f"exited with status {proc.returncode}, not {expected}" if proc.returncode != expected else None
             if key == "first":
-                pretrain["stopped_at_step"] = torch.load(state, weights_only=False)["step"] if state.exists() else None
+                pretrain["stopped_at_step"] = load_trainer_state(state.parent)["step"] if state.exists() else None
                 if problem is None and pretrain["stopped_at_step"] != stop_after:
                     problem = f"stopped at step {pretrain['stopped_at_step']}, not {stop_after}"
             if problem is not None:
@@ -293,8 +293,8 @@ def gpu_check(out: Path = Path("runs/gpu-check"), corpus: str = "wikipedia", ste
             if key == "first":
                 say(f"stopped after step {stop_after} as asked; next, resuming: {shlex.join(command(run_dir))}")
             save()
-        history = torch.load(state, weights_only=False)["history"]
-        straight = torch.load(straight_dir / "checkpoint" / "trainer_state.pt", weights_only=False)["history"]
+        history = load_trainer_state(state.parent)["history"]
+        straight = load_trainer_state(straight_dir / "checkpoint")["history"]
         difference = _curve_difference(history, straight)
         before = _curve_difference(history, straight, up_to=stop_after)
         pretrain.update(final_step=history[-1]["step"] if history else None, history=history,

@@ -39,6 +39,7 @@ from minibert.pretrain import (
     _add_fields,
     _arg,
     latest_checkpoint,
+    load_trainer_state,
     make_optimizer,
     save_checkpoint,
     train_step,
@@ -337,7 +338,7 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
     else:
         model = task.model_class.from_pretrained(checkpoint).train()
         tokenizer = BertTokenizer.from_pretrained(checkpoint)
-        state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
+        state = load_trainer_state(checkpoint)
         step, history, elapsed, losses = state["step"], state["history"], state["elapsed"], state["epoch_losses"]
         note = f"resumed from {checkpoint} at step {step}"
     if cfg.learning_rate is None:  # small models take (and need) larger steps

@@ -242,20 +242,48 @@ def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]],
     return {k: v / len(batches) for k, v in sums.items()}
 
 
+TENSOR_FIELDS = ("torch_rng", "cuda_rng", "rng_per_rank")  # the trainer state's random states: tensors, not JSON
+
+
 def save_checkpoint(folder: Path, model, optimizer, tokenizer: BertTokenizer, state: dict) -> None:
     """Write model (config.json + model.safetensors), tokenizer (vocab.txt + tokenizer_config.json) and trainer state
     into `folder`, atomically: a new folder is written aside and swapped in, so an interruption at any point (even
-    SIGKILL) leaves a whole checkpoint, the previous one or this one."""
+    SIGKILL) leaves a whole checkpoint, the previous one or this one.
+
+    The trainer state is split as transformers' Trainer splits it: step, history, schedule and timing in
+    `trainer_state.json` (readable by a person or a script), the optimizer's moments and the random states in
+    `trainer_state.pt`, tensors only, so that `load_trainer_state` reads it with `weights_only=True` and a
+    checkpoint from elsewhere cannot run code. The .pt file is written last and repeats the step: its presence marks
+    a whole folder, and the loader checks that the two files belong together."""
     new, old = folder.with_name(folder.name + "-new"), folder.with_name(folder.name + "-old")
     shutil.rmtree(new, ignore_errors=True)
     model.save_pretrained(new)
     tokenizer.save_pretrained(new)
-    torch.save({"optimizer": optimizer.state_dict(), **state}, new / "trainer_state.pt")
+    fields = {key: value for key, value in state.items() if key not in TENSOR_FIELDS}
+    (new / "trainer_state.json").write_text(json.dumps(fields, indent=1) + "\n", encoding="utf-8")
+    tensors = {key: value for key, value in state.items() if key in TENSOR_FIELDS}
+    torch.save({"step": state["step"], "optimizer": optimizer.state_dict(), **tensors}, new / "trainer_state.pt")
     if folder.exists():
         shutil.rmtree(old, ignore_errors=True)
         folder.rename(old)
     new.rename(folder)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def load_trainer_state(folder: Path) -> dict:
+    """The trainer state of a checkpoint folder as one dict: the fields of trainer_state.json, the optimizer's state
+    and the random states. Nothing is unpickled: the tensors load with `weights_only=True`. (A checkpoint of an
+    earlier minibert kept every field in trainer_state.pt; it loads the same way.)"""
+    state = torch.load(folder / "trainer_state.pt", map_location="cpu", weights_only=True)
+    fields = folder / "trainer_state.json"
+    if fields.exists():
+        written = json.loads(fields.read_text(encoding="utf-8"))
+        if written["step"] != state["step"]:
+            raise ValueError(f"{folder}: trainer_state.json is of step {written['step']}, trainer_state.pt of step "
+                             f"{state['step']}: the files come from two checkpoints; restore the folder as it was "
+                             "written (the two files travel together)")
+        state.update(written)
+    return state
 
 
 def latest_checkpoint(out: Path) -> Path | None:
@@ -441,7 +469,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     checkpoint = latest_checkpoint(out)
     if checkpoint is not None:
         model = BertForPreTraining.from_pretrained(checkpoint)
-        state = torch.load(checkpoint / "trainer_state.pt", weights_only=False)
+        state = load_trainer_state(checkpoint)
         step, history, elapsed = state["step"], state["history"], state["elapsed"]
         schedule = Schedule(**state["schedule"]) if "schedule" in state else None
         tokens = state.get("tokens", 0)
