@@ -56,8 +56,8 @@ def test_kit_holds_none_of_the_graders_modules(kit):
 
 
 def test_kit_layout(kit):
-    for rel in ["Makefile", "README.md", "pyproject.toml", "constraints.txt", "environment.yml", "data-requirements.txt",
-                ".minibert-kit",
+    for rel in ["Makefile", "README.md", "pyproject.toml", "constraints.txt", "environment.yml",
+                "data-requirements.txt", ".minibert-kit",
                 f"notebooks/{CHAPTER}.ipynb", "src/minibert/__init__.py", "src/minibert/tokenization.py",
                 "src/minibert_course/export.py", "docs/lecture_coverage.md"]:
         assert (kit / rel).exists(), rel
