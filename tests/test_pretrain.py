@@ -871,7 +871,7 @@ def test_time_limited_run_decays_to_zero_when_the_time_is_up(resumed, tmp_path, 
 
 def test_weight_decay_skips_biases_and_layer_norms():
     model = BertForPreTraining(BertConfig.tiny(vocab_size=50, hidden_size=16, intermediate_size=32))
-    optimizer = make_optimizer(model, PretrainConfig(weight_decay=0.05))
+    optimizer = make_optimizer(model, 1e-3, weight_decay=0.05)
     group_of = {id(p): g["weight_decay"] for g in optimizer.param_groups for p in g["params"]}
     names = dict(model.named_parameters())
     assert len(group_of) == len(names), "every parameter (a tied one once) is in exactly one group"
@@ -884,7 +884,7 @@ def test_weight_decay_skips_biases_and_layer_norms():
 
 def test_train_step_clips_the_gradient_norm(batch_for_clipping):
     model, batch = batch_for_clipping
-    optimizer = make_optimizer(model, PretrainConfig())
+    optimizer = make_optimizer(model, PretrainConfig().learning_rate)
     _, norm = train_step(model, optimizer, batch, lr=0.0, max_grad_norm=1e-3, targets_only=True)
     total = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None]))
     assert norm > 1e-3, f"the gradient norm before clipping ({norm:.3g}) should exceed the limit in this test"
@@ -1025,7 +1025,7 @@ def test_trainer_state_from_two_checkpoints_is_refused_and_an_old_checkpoint_sti
     shutil.copytree(result["checkpoint"], folder)
     state = load_trainer_state(folder)
     model = BertForPreTraining.from_pretrained(folder)
-    optimizer = make_optimizer(model, cfg)
+    optimizer = make_optimizer(model, cfg.learning_rate, cfg.weight_decay)
     optimizer.load_state_dict(state["optimizer"])
     later = tmp_path / "later"
     save_checkpoint(later, model, optimizer, BertTokenizer(folder / "vocab.txt"),

@@ -185,3 +185,36 @@ def test_gpu_check_that_stops_early_says_what_to_run_next(tmp_path, capsys):
     saved = json.loads((tmp_path / "check" / "gpu_check.json").read_text(encoding="utf-8"))
     assert saved["passed"] is False and "stopped run" in saved["pretrain_tiny"]["problem"]
     assert "Next, once the cause is fixed:" in (tmp_path / "check" / "gpu_check.log").read_text(encoding="utf-8")
+
+
+def test_the_benchmark_presets_are_bertconfigs_presets():
+    """`--config tiny|small|base` builds BertConfig's own presets, not a second copy of their sizes."""
+    from minibert.bench import CONFIGS
+
+    assert CONFIGS["tiny"]() == BertConfig.tiny() and CONFIGS["base"]() == BertConfig.base()
+    small = BertConfig.small(vocab_size=30522)
+    assert (small.num_hidden_layers, small.hidden_size, small.num_attention_heads, small.intermediate_size) == (
+        4, 512, 8, 2048)
+    with torch.device("meta"):
+        from minibert import BertModel
+
+        count = sum(p.numel() for p in BertModel(small).parameters())
+    assert 28e6 < count < 30e6, f"BERT-Small has about 29M parameters, got {count:,}"
+
+
+def test_benchmark_batches_come_from_the_pretraining_collator():
+    """The benchmark measures what pretraining feeds: [CLS] A [SEP] B [SEP] rows with the special ids of a minibert
+    vocabulary, segments, padding, and a fixed 15% of the real pieces as targets."""
+    from minibert.tokenization import SPECIAL_TOKENS
+
+    batch = pretraining_batch(32, 40, 500, torch.Generator().manual_seed(3))
+    ids = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
+    real = batch["attention_mask"].bool()
+    lengths = real.sum(1)
+    targets = batch["labels"] != -100
+    for row in range(32):
+        n = int(lengths[row])
+        assert int(batch["labels"][row, 0]) == -100 and batch["input_ids"][row, n:].eq(ids["[PAD]"]).all()
+        assert int(batch["input_ids"][row, 0]) == ids["[CLS]"] and int(batch["input_ids"][row, n - 1]) == ids["[SEP]"]
+        assert int(targets[row].sum()) == max(1, round((n - 3) * 0.15)), "a fixed count per row: 15% of real pieces"
+        assert not targets[row, n:].any() and batch["token_type_ids"][row, n:].eq(0).all()

@@ -24,38 +24,42 @@ from pathlib import Path
 import torch
 
 from minibert.config import BertConfig
+from minibert.data import NSPInstance, PretrainingCollator
 from minibert.heads import BertForPreTraining
-from minibert.masking import mask_tokens
 from minibert.pretrain import autocast, load_trainer_state
+from minibert.tokenization import SPECIAL_TOKENS
 from minibert.train import flops_per_token, mfu, peak_flops
 
-CONFIGS = {  # L, H, A, F: the course's tiny model, BERT-Small (Turc et al., 2019) and BERT-Base
-    "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
-    "small": dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
-    "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
-}
+CONFIGS = {"tiny": BertConfig.tiny, "small": BertConfig.small, "base": BertConfig.base}  # the presets, by name
+
+
+class _Vocabulary:
+    """What PretrainingCollator reads of a tokenizer, for a vocabulary of `size` pieces: the special tokens at the
+    ids a minibert vocabulary gives them (SPECIAL_TOKENS first), and the size."""
+
+    def __init__(self, size: int):
+        self.vocab, self.size = {token: i for i, token in enumerate(SPECIAL_TOKENS)}, size
+
+    def __len__(self) -> int:
+        return self.size
 
 
 def pretraining_batch(batch_size: int, seq_len: int, vocab_size: int, generator: torch.Generator,
                       full_share: float = 0.6) -> dict[str, torch.Tensor]:
-    """A batch shaped like chapter 05's: [CLS] A [SEP] B [SEP] pairs, `full_share` of them filling all seq_len
-    positions and the rest shorter (padding ~20% of positions), 15% of the real pieces as MLM targets (80/10/10),
-    NSP labels half and half."""
-    rows = torch.rand(batch_size, generator=generator) < full_share
-    lengths = torch.where(rows, seq_len, torch.randint(8, seq_len + 1, (batch_size,), generator=generator))
-    input_ids = torch.randint(5, vocab_size, (batch_size, seq_len), generator=generator)
-    positions = torch.arange(seq_len)
-    attention_mask = (positions < lengths[:, None]).long()  # (B, T)
-    first_b = lengths // 2
-    token_type_ids = ((positions >= first_b[:, None]) & attention_mask.bool()).long()
-    special = (positions == 0) | (positions == (first_b - 1)[:, None]) | (positions == (lengths - 1)[:, None])
-    input_ids = torch.where(special, 3, input_ids)  # [SEP] at the ends of A and B, [CLS] first
-    input_ids[:, 0] = 2
-    input_ids = input_ids * attention_mask  # [PAD] = 0
-    inputs, labels = mask_tokens(input_ids, special | ~attention_mask.bool(), vocab_size=vocab_size,
-                                 mask_token_id=4, generator=generator, mode="fixed")
-    return {"input_ids": inputs, "attention_mask": attention_mask, "token_type_ids": token_type_ids,
-            "labels": labels, "next_sentence_label": torch.randint(0, 2, (batch_size,), generator=generator)}
+    """A batch as pretraining feeds it, built by chapter 05's PretrainingCollator (padding, segments, the special
+    tokens, chapter 04's masks: 15% of the real pieces as targets, 80/10/10, a fixed count per row) from NSP pairs
+    of random pieces: `full_share` of the pairs fill all seq_len positions, the others are shorter (padding is then
+    ~20% of the positions), NSP labels half and half."""
+    full = torch.rand(batch_size, generator=generator) < full_share
+    lengths = torch.where(full, seq_len, torch.randint(8, seq_len + 1, (batch_size,), generator=generator)).tolist()
+    labels = torch.randint(0, 2, (batch_size,), generator=generator).tolist()
+    pairs = []
+    for length, label in zip(lengths, labels, strict=True):
+        pieces = torch.randint(len(SPECIAL_TOKENS), vocab_size, (length - 3,), generator=generator).tolist()
+        half = (length - 3) // 2  # [CLS] A [SEP] B [SEP]: A and B about as long
+        pairs.append(NSPInstance(pieces[:half], pieces[half:], label))
+    collate = PretrainingCollator(_Vocabulary(vocab_size), max_length=seq_len, generator=generator, mode="fixed")
+    return collate(pairs)
 
 
 def models(config: BertConfig, device: torch.device, seed: int = 0):
@@ -103,7 +107,7 @@ def run(device: str = "cpu", config: str = "tiny", seq: int = 128, batch_size: i
     """Measure both models; the figures as a dict (also what --json writes)."""
     device = torch.device(device)
     precision = precision or ("bf16" if device.type == "cuda" else "fp32")
-    cfg = BertConfig(**CONFIGS[config], vocab_size=vocab_size, max_position_embeddings=max(512, seq))
+    cfg = CONFIGS[config](vocab_size=vocab_size, max_position_embeddings=max(512, seq))
     ours, theirs = models(cfg, device, seed)
     generator = torch.Generator().manual_seed(seed)
     batches = [{k: v.to(device) for k, v in pretraining_batch(batch_size, seq, vocab_size, generator).items()}

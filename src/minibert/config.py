@@ -78,6 +78,12 @@ class BertConfig:
                       "intermediate_size": 512, **overrides})
 
     @classmethod
+    def small(cls, **overrides) -> BertConfig:
+        """BERT-Small (Turc et al., 2019, "Well-Read Students Learn Better"): L=4, H=512, A=8 (~29M parameters)."""
+        return cls(**{"hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+                      "intermediate_size": 2048, **overrides})
+
+    @classmethod
     def base(cls, **overrides) -> BertConfig:
         """BERT-Base: L=12, H=768, A=12 (~110M parameters)."""
         return cls(**overrides)

@@ -350,7 +350,7 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
         raise ValueError(f"{len(features)} training features in batches of {cfg.batch_size} for {cfg.epochs} epoch(s) "
                          "make fewer than 2 steps: give more examples or epochs, or a smaller batch")
     schedule = Schedule.new(total, max(1, min(total - 1, round(cfg.warmup_ratio * total))))
-    optimizer = make_optimizer(model, cfg)
+    optimizer = make_optimizer(model, cfg.learning_rate, cfg.weight_decay)
     if checkpoint is not None:
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])  # dropout continues with the random stream it would have had

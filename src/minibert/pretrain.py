@@ -293,15 +293,16 @@ def latest_checkpoint(out: Path) -> Path | None:
     return None
 
 
-def make_optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.AdamW:
+def make_optimizer(model: torch.nn.Module, learning_rate: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
     """AdamW with weight decay on the weight matrices only: biases and LayerNorm parameters are not decayed, as in
-    BERT (its optimizer excludes "bias" and "LayerNorm"; decaying a LayerNorm gain pulls it towards 0, not 1)."""
+    BERT (its optimizer excludes "bias" and "LayerNorm"; decaying a LayerNorm gain pulls it towards 0, not 1). Every
+    loop (pretraining, fine-tuning, chapter 10's) passes its own two numbers."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():  # a tied matrix is listed once
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
     fused = True if decay[0].is_cuda else None  # one kernel for the whole update on a GPU (chapter 09)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.learning_rate, fused=fused)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=learning_rate, fused=fused)
 
 
 def world() -> tuple[int, int]:
@@ -317,6 +318,14 @@ def _all_reduce(values: list[float], op=None) -> list[float]:
     t = torch.tensor(values, dtype=torch.float64, device=backend_device)
     dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
     return t.tolist()
+
+
+def _steps_in_time(step: int, seconds_left: float, seconds_per_step: float, max_steps: int | None) -> int:
+    """Where a time-limited run ends: as many more steps as fit in the time left at the measured speed (at least
+    one), capped by max_steps, and the same in every process (the smallest), so that they all stop together."""
+    total = step + max(1, round(seconds_left / seconds_per_step))
+    total = min(total, max_steps) if max_steps else total
+    return int(_all_reduce([total], dist.ReduceOp.MIN)[0])
 
 
 def loss_counts(batch: dict[str, torch.Tensor]) -> list[int]:
@@ -401,7 +410,7 @@ def seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[
     copy of the model: the run's own weights, optimizer and random state are untouched. The first step is not
     timed (it allocates)."""
     probe = copy.deepcopy(model).train()
-    optimizer = make_optimizer(probe, cfg)
+    optimizer = make_optimizer(probe, cfg.learning_rate, cfg.weight_decay)
     device = next(probe.parameters()).device
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         for step in range(steps):
@@ -479,7 +488,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         raise ValueError(f"--seq-len {cfg.max_seq_length} but the model learned {model.config.max_position_embeddings}"
                          " positions: start the run with --max-positions at least the longest phase's --seq-len")
     model.to(device).train()
-    optimizer = make_optimizer(model, cfg)
+    optimizer = make_optimizer(model, cfg.learning_rate, cfg.weight_decay)
     if checkpoint is not None:
         optimizer.load_state_dict(state["optimizer"])
     trained = model  # what the steps call: DDP around the model (several processes), compiled (--compile)
@@ -509,9 +518,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
         total, how = cfg.max_steps, "max_steps"
     else:  # time-limited: as many steps as the measured speed allows in the time left (re-fitted at each eval)
         per_step = seconds_per_step(model, cfg, lambda s: batch_for(step + s), eval_batches)
-        total = step + max(1, round((limit - elapsed) / per_step))
-        total = min(total, cfg.max_steps) if cfg.max_steps else total
-        total = int(_all_reduce([total], dist.ReduceOp.MIN)[0])  # every process must stop at the same step
+        total = _steps_in_time(step, limit - elapsed, per_step, cfg.max_steps)
         how = f"{cfg.max_minutes:g} min at {per_step:.3f} s/step (measured), re-fitted to the speed as it runs"
     if schedule is None:
         schedule = Schedule.new(total, cfg.warmup_steps)
@@ -607,9 +614,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
             recent.append(time.perf_counter())
             if cfg.max_minutes is not None and step < schedule.total:  # re-fit the end to the measured speed
                 rate = (recent[-1] - recent[0]) / (len(recent) - 1)  # over the last eval_every steps, eval included
-                fitted = step + max(1, round((limit - (time.perf_counter() - start)) / rate))
-                fitted = min(fitted, cfg.max_steps) if cfg.max_steps else fitted
-                fitted = int(_all_reduce([fitted], dist.ReduceOp.MIN)[0])
+                fitted = _steps_in_time(step, limit - (time.perf_counter() - start), rate, cfg.max_steps)
                 if fitted != schedule.total:
                     schedule = schedule.refit(step, fitted)
                     bar.total = schedule.total

@@ -18,7 +18,6 @@ import json
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -165,7 +164,7 @@ def pretrain_rows(model: nn.Module, collate: MLMCollator, rows: list[list[int]],
     """Chapter 06's update (`train_step`: AdamW, clipping, warm-up then linear decay) on packed rows, masked anew at
     every step. Works for `BertForMaskedLM` (RoBERTa-style) and `Electra`. Returns the training losses."""
     torch.manual_seed(seed)
-    optimizer = make_optimizer(model, SimpleNamespace(weight_decay=0.01, learning_rate=learning_rate))
+    optimizer = make_optimizer(model, learning_rate)
     schedule = Schedule.new(steps, max(1, steps // 10)) if steps > 1 else None
     sampler = EpochSampler(len(rows), batch_size, seed)
     model.train()
