@@ -340,9 +340,11 @@ def merge_gradebook(main_db: Path, shard_db: Path) -> int:
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
 
-    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's add_submission under SQLAlchemy 2.0's autoflush
     n = 0
-    with Gradebook(f"sqlite:///{shard_db}", "minibert") as src, Gradebook(f"sqlite:///{main_db}", "minibert") as dst:
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{shard_db}", "minibert") as src, \
+            Gradebook(f"sqlite:///{main_db}", "minibert") as dst:
+        # nbgrader's add_submission under SQLAlchemy 2.0's autoflush; silenced here only, not for the whole process
+        warnings.filterwarnings("ignore", category=SAWarning)
         for assignment in src.assignments:
             for sub in src.assignment_submissions(assignment.name):
                 student = sub.student.id

@@ -228,11 +228,19 @@ def measure() -> dict:
         path = ROOT / "solutions" / f"{c.stem}.ipynb"
         nb = nbformat.read(path, as_version=4)
         with tempfile.TemporaryDirectory() as tmp:
+            # the kernel exports into tmp: it inherits the variable, which is set only while it starts and runs
+            saved = os.environ.get("MINIBERT_EXPORT_DIR")
             os.environ["MINIBERT_EXPORT_DIR"] = tmp
-            start = time.perf_counter()
-            NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-                           ).execute()
-            seconds[c.stem] = round(time.perf_counter() - start, 1)
+            try:
+                start = time.perf_counter()
+                NotebookClient(nb, timeout=900, kernel_name="python3",
+                               resources={"metadata": {"path": str(path.parent)}}).execute()
+                seconds[c.stem] = round(time.perf_counter() - start, 1)
+            finally:
+                if saved is None:
+                    os.environ.pop("MINIBERT_EXPORT_DIR", None)
+                else:
+                    os.environ["MINIBERT_EXPORT_DIR"] = saved
         print(f"{c.stem}: {seconds[c.stem]} s", flush=True)
     info = {"when": f"on {time.strftime('%Y-%m-%d')} on a {os.cpu_count()}-core CPU ({platform.machine()})",
             "seconds": seconds}

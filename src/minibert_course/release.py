@@ -13,6 +13,7 @@ differ (TinyTorch's lesson: copies of the same code drift apart unless a check f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import shutil
@@ -39,11 +40,19 @@ def nbgrader_config(root: Path) -> Config:
     return loader.load_config()
 
 
-def ensure_venv_on_path() -> None:
-    """nbgrader runs `alembic` from PATH: put this interpreter's bin folder first."""
-    bin_dir = str(Path(sys.executable).parent)
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+@contextlib.contextmanager
+def venv_on_path():
+    """nbgrader runs `alembic` from PATH: this interpreter's bin folder comes first while it runs, and PATH is as it
+    was afterwards (a caller's environment is not changed behind its back)."""
+    saved = os.environ.get("PATH")
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + (saved or "")
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = saved
 
 
 def generate_assignments(notebooks: list[Path], course: Path, config: Config) -> dict[str, Path]:
@@ -51,32 +60,37 @@ def generate_assignments(notebooks: list[Path], course: Path, config: Config) ->
 
     Returns notebook file name -> path of its release version.
     """
-    from nbgrader.converters import GenerateAssignment
-    from nbgrader.coursedir import CourseDirectory
-    from nbgrader.utils import capture_log
-
-    ensure_venv_on_path()
     config = Config(config)  # a copy: do not leak the course root into the caller's config
     config.CourseDirectory.root = str(course)
     config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
     released = {}
-    for nb in notebooks:
-        source = course / "source" / nb.stem
-        source.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(nb, source / nb.name)
-        coursedir = CourseDirectory(config=config)
-        coursedir.assignment_id = nb.stem
-        app = GenerateAssignment(coursedir=coursedir, config=config)
-        app.force = True
-        result = capture_log(app)
-        if not result["success"]:
-            detail = f"{result['log']}\n{result.get('error', '')}"
-            raise RuntimeError(f"nbgrader generate_assignment failed on {nb.name}:\n{detail}")
-        out = course / "release" / nb.stem / nb.name
-        if not out.exists():
-            raise RuntimeError(f"nbgrader generate_assignment wrote no {out}")
-        released[nb.name] = out
+    with venv_on_path():
+        for nb in notebooks:
+            released[nb.name] = _generate_one(nb, course, config)
     return released
+
+
+def _generate_one(nb: Path, course: Path, config: Config) -> Path:
+    """nbgrader generate_assignment on one notebook; returns its release version."""
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.utils import capture_log
+
+    source = course / "source" / nb.stem
+    source.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(nb, source / nb.name)
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id = nb.stem
+    app = GenerateAssignment(coursedir=coursedir, config=config)
+    app.force = True
+    result = capture_log(app)
+    if not result["success"]:
+        detail = f"{result['log']}\n{result.get('error', '')}"
+        raise RuntimeError(f"nbgrader generate_assignment failed on {nb.name}:\n{detail}")
+    out = course / "release" / nb.stem / nb.name
+    if not out.exists():
+        raise RuntimeError(f"nbgrader generate_assignment wrote no {out}")
+    return out
 
 
 def generate(root: Path = ROOT) -> dict[str, str]:
