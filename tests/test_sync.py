@@ -75,3 +75,27 @@ def test_every_released_code_cell_is_valid_python():
                     ast.parse(source)
                 except SyntaxError as exc:
                     raise AssertionError(f"{path.name}, cell {cell.get('id')}: {exc}\n{cell.source[:500]}") from None
+
+
+def test_named_stubs_use_only_nbgrader_public_hooks():
+    """NamedStubs keeps ClearSolutions' rules without overriding its private `_replace_solution_region`: a region
+    becomes a stub that names the function, a solution cell without a region becomes the configured stub, and a
+    region outside a solution cell is refused."""
+    from minibert_course.nbgrader_ext import NamedStubs
+
+    assert "_replace_solution_region" not in vars(NamedStubs), "overrides nbgrader's private method"
+    solution = {"nbgrader": {"solution": True, "grade": False, "grade_id": "f", "locked": False, "schema_version": 3}}
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"language": "python", "name": "python3"}
+    region = "#| export\ndef f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION"
+    nb.cells = [nbformat.v4.new_code_cell("#| default_exp masking"),
+                nbformat.v4.new_code_cell(region, metadata=solution),
+                nbformat.v4.new_code_cell("whole = 1", metadata=solution)]
+    out, _ = NamedStubs().preprocess(nb, {"unique_key": "04_masking"})
+    assert "return x" not in out.cells[1].source and "minibert.masking.f -- complete chapter 04" in out.cells[1].source
+    assert out.cells[2].source == NamedStubs().code_stub["python"]
+    bad = nbformat.v4.new_notebook()
+    bad.metadata["kernelspec"] = nb.metadata["kernelspec"]
+    bad.cells = [nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")]
+    with pytest.raises(RuntimeError, match="non-solution cell"):
+        NamedStubs(enforce_metadata=True).preprocess(bad, {"unique_key": "04_masking"})
