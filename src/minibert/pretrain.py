@@ -127,25 +127,35 @@ def train_vocab(texts: list[str], vocab_size: int, min_frequency: int = 2):
     return in_stable_order(tokenizer)
 
 
+def tokenized_corpus(corpus: str, limit_documents: int | None, vocab_file: Path, vocab_size: int,
+                     purpose: str = "pretraining with NSP") -> tuple[BertTokenizer, list[list[list[int]]], int]:
+    """The one corpus pipeline of every pretraining run (chapter 06's, chapter 10's): load the documents, train the
+    vocabulary into `vocab_file` (or reuse the one there), and tokenize every sentence. Returns the tokenizer, the
+    documents as lists of sentence ids, and how many documents to hold out for evaluation (1 in 20, at least 2).
+
+    The sentences are tokenized by `tokenizers` with the pieces of `vocab_file`, the same pieces as the from-scratch
+    tokenizer but in Rust (20k sentences in a moment), and in the same way whether the vocabulary was just trained or
+    reused, so that a resumed run sees the ids a fresh one saw."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    docs = load_documents(corpus, limit=limit_documents)
+    if len(docs) < 4:
+        raise ValueError(f"{len(docs)} documents: {purpose} needs at least 4 (2 of them are held out for evaluation)")
+    if not vocab_file.exists():
+        vocab_file.parent.mkdir(parents=True, exist_ok=True)
+        save_vocab(train_vocab([s for d in docs for s in d], vocab_size=vocab_size), vocab_file)
+    tokenizer = BertTokenizer(vocab_file)
+    fast = Tokenizer(models.WordPiece(tokenizer.vocab, unk_token="[UNK]"))
+    fast.normalizer = normalizers.BertNormalizer(lowercase=True)
+    fast.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenized = [[e.ids for e in fast.encode_batch(d, add_special_tokens=False)] for d in docs]
+    return tokenizer, tokenized, max(2, len(tokenized) // 20)
+
+
 def prepare(cfg: PretrainConfig, out: Path) -> tuple[BertTokenizer, list[NSPInstance], list[NSPInstance]]:
     """Train (or reuse) the vocabulary, tokenize the corpus, and build train/eval NSP pairs (eval: held-out docs)."""
-    docs = load_documents(cfg.corpus, limit=cfg.limit_documents)
-    if len(docs) < 4:
-        raise ValueError(f"{len(docs)} documents: pretraining with NSP needs at least 4 (train and eval need 2 each)")
-    vocab_file = out / "vocab.txt"
-    fast = None
-    if not vocab_file.exists():
-        fast = train_vocab([s for d in docs for s in d], vocab_size=cfg.vocab_size)
-        save_vocab(fast, vocab_file)
-    tokenizer = BertTokenizer(vocab_file)
-    if fast is None:  # same pieces as the from-scratch tokenizer, but in Rust: tokenizing 20k sentences is instant
-        from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-
-        fast = Tokenizer(models.WordPiece(tokenizer.vocab, unk_token="[UNK]"))
-        fast.normalizer = normalizers.BertNormalizer(lowercase=True)
-        fast.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenized = [[e.ids for e in fast.encode_batch(d, add_special_tokens=False)] for d in docs]
-    n_eval = max(2, len(tokenized) // 20)
+    tokenizer, tokenized, n_eval = tokenized_corpus(cfg.corpus, cfg.limit_documents, out / "vocab.txt",
+                                                    cfg.vocab_size)
     train = create_nsp_instances(tokenized[n_eval:], cfg.max_seq_length, dupe_factor=cfg.dupe_factor, seed=cfg.seed)
     evaluation = create_nsp_instances(tokenized[:n_eval], cfg.max_seq_length, seed=cfg.seed + 1)
     return tokenizer, train, evaluation

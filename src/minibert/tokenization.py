@@ -357,10 +357,11 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, min_frequency:
 
 def in_stable_order(tokenizer):
     """The same tokenizer with its pieces numbered in an order that depends on the pieces only: the special tokens
-    (ids 0-4), then the rest by length and spelling. Why: the trainer numbers pieces of equal frequency in the order
-    of a Rust hash map, which differs from process to process (tokenizers issue #1794): two runs would give the same
-    pieces under different ids, so the same seed would give different embedding rows and different weights.
-    The pieces, and so every tokenization as text, are unchanged."""
+    (ids 0-4), then the rest by length and spelling. Why: the trainer numbers pieces in the order of a Rust hash map,
+    which differs from process to process (tokenizers issue #1794), so two runs give their pieces different ids and
+    the same seed different embedding rows and weights. This renumbering fixes the ids; the pieces, and so every
+    tokenization as text, are unchanged. (The same hash order also breaks ties between equally frequent merges, so
+    two runs can even differ in a few pieces: `minibert.pretrain.train_vocab` fixes that too, for pretraining.)"""
     from tokenizers import models
 
     vocab = tokenizer.get_vocab()

@@ -28,8 +28,8 @@ from minibert.config import BertConfig
 from minibert.heads import BertForMaskedLM, masked_token_accuracy
 from minibert.masking import IGNORE_INDEX, mask_tokens
 from minibert.model import BertModel
-from minibert.pretrain import EpochSampler, Schedule, make_optimizer, train_step, train_vocab
-from minibert.tokenization import BertTokenizer, save_vocab
+from minibert.pretrain import EpochSampler, Schedule, make_optimizer, tokenized_corpus, train_step
+from minibert.tokenization import BertTokenizer
 
 MASKING_RATES = (0.05, 0.15, 0.30, 0.45)  # the study: BERT's 15%, ModernBERT's 30%, one below and one above
 
@@ -112,23 +112,9 @@ class StudyConfig:
 
 def corpus_rows(cfg: StudyConfig, out: Path) -> tuple[BertTokenizer, list[list[int]], list[list[int]]]:
     """Train (or reuse) the vocabulary in `out`, and pack the corpus into FULL-SENTENCES rows: held-out documents
-    (1 in 20, at least 2) for evaluation, the rest for training."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-
-    from minibert.data import load_documents
-
-    docs = load_documents(cfg.corpus, limit=cfg.limit_documents)
-    if len(docs) < 4:
-        raise ValueError(f"{len(docs)} documents: the study needs at least 4 (2 held out for evaluation)")
-    vocab_file = out / "vocab.txt"
-    if not vocab_file.exists():
-        out.mkdir(parents=True, exist_ok=True)
-        save_vocab(train_vocab([s for d in docs for s in d], vocab_size=cfg.vocab_size), vocab_file)
-    tokenizer = BertTokenizer(vocab_file)
-    fast = Tokenizer(models.WordPiece(tokenizer.vocab, unk_token="[UNK]"))
-    fast.normalizer, fast.pre_tokenizer = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
-    tokenized = [[e.ids for e in fast.encode_batch(d, add_special_tokens=False)] for d in docs]
-    n_eval = max(2, len(tokenized) // 20)
+    (1 in 20, at least 2) for evaluation, the rest for training (chapter 06's corpus pipeline, `tokenized_corpus`)."""
+    tokenizer, tokenized, n_eval = tokenized_corpus(cfg.corpus, cfg.limit_documents, out / "vocab.txt",
+                                                    cfg.vocab_size, purpose="the study")
     cls_id, sep_id = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
     return (tokenizer, pack_sentences(tokenized[n_eval:], cfg.max_seq_length, cls_id, sep_id),
             pack_sentences(tokenized[:n_eval], cfg.max_seq_length, cls_id, sep_id)[:cfg.eval_rows])
