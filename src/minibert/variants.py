@@ -27,7 +27,7 @@ from minibert.checkpoint import PreTrainedMixin
 from minibert.config import BertConfig
 from minibert.heads import BertForMaskedLM, masked_token_accuracy
 from minibert.masking import IGNORE_INDEX, mask_tokens
-from minibert.model import BertModel
+from minibert.model import ACTIVATIONS, BertModel
 from minibert.pretrain import EpochSampler, Schedule, make_optimizer, tokenized_corpus, train_step
 from minibert.tokenization import BertTokenizer
 
@@ -205,15 +205,16 @@ class ElectraForPreTrainingOutput:
 
 
 class ElectraDiscriminatorPredictions(nn.Module):
-    """One logit per position: dense -> GELU -> dense to 1 (names as in transformers)."""
+    """One logit per position: dense -> the config's activation (GELU) -> dense to 1 (names as in transformers)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
         self.dense_prediction = nn.Linear(config.hidden_size, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.dense_prediction(F.gelu(self.dense(x))).squeeze(-1)  # (B, T, H) -> (B, T)
+        return self.dense_prediction(self.act(self.dense(x))).squeeze(-1)  # (B, T, H) -> (B, T)
 
 
 class ElectraForPreTraining(PreTrainedMixin, nn.Module):
