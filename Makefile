@@ -59,7 +59,8 @@ grade: $(STAMP)  ## nbgrader: generate, autograde (sealed, JOBS workers), feedba
 	$(BIN)/python autograder/grade.py --course $(COURSE) --submissions $(SUBMISSIONS) --jobs $(JOBS) $(GRADE_ARGS)
 
 formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for the manually graded answers
-	@# a config folder of its own: the student lab's config turns the formgrader off
+	@# a config folder of its own: the student lab's config turns the formgrader off; this one is only quiet
+	$(BIN)/python -m minibert_course.labconfig --instructor $(CURDIR)/build/jupyter/instructor
 	cd $(COURSE) && JUPYTER_CONFIG_DIR=$(CURDIR)/build/jupyter/instructor $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(COURSE) $(ALLOW_ROOT) $(LAB_ARGS)
 
 mutation: $(STAMP)  ## grade every mutant of autograder/mutants/ and write docs/mutation.md

@@ -43,8 +43,6 @@ MAX_NOTEBOOK_BYTES = 200 * 2**20
 MAX_ZIP_BYTES = 1 * 2**30
 MAX_ZIP_FILES = 2000
 UID_BASE = 61000
-# `make formgrader`'s JUPYTER_CONFIG_DIR (the Makefile's $(CURDIR)/build/jupyter/instructor)
-INSTRUCTOR_CONFIG = ROOT / "build" / "jupyter" / "instructor"
 # The course's exchange (nbgrader's release/collect), inside the course folder: the formgrader finds it and does not
 # warn that /usr/local/share/nbgrader/exchange is missing. Appended to the course's copy of nbgrader_config.py.
 EXCHANGE_CONFIG = """
@@ -203,7 +201,6 @@ def setup_course(course: Path, chapters: list[str]) -> None:
     (course / "exchange").chmod(0o700)
     with open(course / "nbgrader_config.py", "a", encoding="utf-8") as config:
         config.write(EXCHANGE_CONFIG.format(root=str(course / "exchange")))
-    write_formgrader_config()
     for sub in ("source", "release", "submitted", "autograded", "feedback", "judge-reports", "shards"):
         (course / sub).mkdir(exist_ok=True)
         (course / sub).chmod(0o700)
@@ -227,13 +224,6 @@ def setup_course(course: Path, chapters: list[str]) -> None:
         build_judge_package(course / "judge" / name, name, solutions, releases)
     if (course / "gradebook.db").exists():
         (course / "gradebook.db").chmod(0o600)
-
-
-def write_formgrader_config() -> None:
-    """`make formgrader`'s Jupyter config folder: no Jupyter news prompt in its lab (minibert_course.labconfig)."""
-    from minibert_course.labconfig import write_instructor_config
-
-    write_instructor_config(INSTRUCTOR_CONFIG)
 
 
 def name_student(gb, student: str, first_name: str | None = None, last_name: str | None = None) -> None:
@@ -565,7 +555,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cell-timeout", type=int, default=120)
     args = parser.parse_args(argv)
     if args.merge:
-        write_formgrader_config()
         total = sum(merge_shard(args.course.resolve(), p.resolve()) for p in args.merge)
         print(f"merged {total} submissions into {args.course / 'gradebook.db'}")
         return 0

@@ -4,7 +4,7 @@
 repository and in a student kit. Without it, nbgrader's formgrader, course list and assignment list load in every
 lab and complain that there is no nbgrader_config.py: those are instructor pages (and an exchange this course does
 not use). `make formgrader` runs with a config folder of its own, where every nbgrader tool is on
-(`python -m minibert_course.labconfig --instructor FOLDER`; `make grade` writes it, see autograder/grade.py).
+(`make formgrader` runs `python -m minibert_course.labconfig --instructor FOLDER` first).
 
 Both labs are quiet: JupyterLab 4 would ask "Would you like to get notified about official Jupyter news?" and then
 fetch news and check for updates on the internet. Its announcements plugin is off, and its settings say never.
@@ -45,11 +45,12 @@ def _merge_settings(data: dict) -> None:
         data.setdefault(plugin, {}).update(settings)
 
 
-def write_quiet_config(folder: str | Path) -> None:
-    """No news prompt, no news, no update check in the lab of the Jupyter config folder `folder`."""
+def write_quiet_config(folder: str | Path, also_off: tuple[str, ...] = ()) -> None:
+    """No news prompt, no news, no update check in the lab of the Jupyter config folder `folder` (and the lab
+    plugins `also_off` disabled, in the same write of page_config.json)."""
     folder = Path(folder)
     _update(folder / "labconfig" / "page_config.json", lambda d: d.setdefault("disabledExtensions", {}).update(
-        dict.fromkeys(NEWS_OFF, True)))
+        dict.fromkeys((*also_off, *NEWS_OFF), True)))
     _update(folder / "labconfig" / "default_setting_overrides.json", _merge_settings)
 
 
@@ -58,9 +59,7 @@ def write_student_config(folder: str | Path) -> None:
     folder = Path(folder)
     _update(folder / "jupyter_server_config.json", lambda d: d.setdefault("ServerApp", {}).setdefault(
         "jpserver_extensions", {}).update(dict.fromkeys(SERVER_OFF, False)))
-    _update(folder / "labconfig" / "page_config.json", lambda d: d.setdefault("disabledExtensions", {}).update(
-        dict.fromkeys(LAB_OFF, True)))
-    write_quiet_config(folder)
+    write_quiet_config(folder, also_off=LAB_OFF)
 
 
 def write_instructor_config(folder: str | Path) -> None:
