@@ -169,7 +169,7 @@ your hand-in.
 make pretrain          # chapter 06's tiny BERT (runs/tiny, about 10 minutes on 2 cores); its fill-mask cell uses it
 make finetune-compare  # chapter 08's comparison (after make pretrain; see the chapter for its time): runs/finetune
 make bench             # chapter 09: training speed of your minibert vs transformers on this CPU (under a minute)
-make gpu-check         # chapter 09 on a GPU (under 8 minutes): figures in runs/gpu-check/gpu_check.json
+make gpu-check         # chapter 09 on a GPU (not yet run on one; meant to fit in 8 min): runs/gpu-check/gpu_check.json
 make masking-rates     # chapter 10's masking-rate study (about 35 minutes on 2 cores; run again: resumes)
 ```
 
