@@ -309,3 +309,67 @@ def echo():
                  ("test", "got = echo()\nassert got == 'clean', got"), timeout=3)
     assert verdicts(result) == [False, True], [c.outputs for c in result.cells]
     assert "hidden-input" not in str(result.cells[2].outputs)
+
+
+RANDOM_STATES = '''
+import random
+import struct
+
+import torch
+
+
+def forged(state):
+    """A torch state whose next 623 draws are one number: the array filled with one word, no twist due."""
+    raw = bytearray(state.numpy().tobytes())
+    struct.pack_into("<iiQ", raw, 8, 624, 1, 1)  # left, seeded, next
+    struct.pack_into("<624Q", raw, 24, *([12345] * 624))
+    return torch.frombuffer(raw, dtype=torch.uint8).clone()
+
+
+def rig_global():
+    torch.set_rng_state(forged(torch.get_rng_state()))
+
+
+def rig_generator(g):
+    g.set_state(forged(g.get_state()))
+
+
+def rig_random(r):
+    r.setstate((3, tuple([12345] * 624 + [1]), None))
+
+
+def draw(n):
+    return torch.rand(n).sum()
+
+
+def reseed_and_draw():
+    torch.manual_seed(11)
+    return torch.rand(7).sum()
+
+
+def draw_from(g, r):
+    return torch.rand(100, generator=g).sum(), r.random()
+'''
+
+
+def test_a_random_state_built_by_student_code_never_chooses_a_tests_inputs():
+    """MT19937's next outputs are whatever its state says, so a function that sets a state it built could make every
+    number the test draws afterwards the same, where wrong answers pass: such a state is not taken (streams); the
+    test's own stream goes on. A state that drawing reaches (the draws of a call, a manual_seed inside it) is taken,
+    so a test still continues the student's stream as in one kernel."""
+    many = "assert {draw}.unique().numel() > 40, 'the test drew from a stream the submission chose'"
+    tests = [
+                 ("test", "rig_global()\n" + many.format(draw="torch.rand(64)")),
+                 ("test", "g = torch.Generator().manual_seed(0)\nrig_generator(g)\n"
+                          + many.format(draw="torch.rand(64, generator=g)")),
+                 ("test", "r = random.Random(0)\nrig_random(r)\nassert len({r.random() for _ in range(64)}) > 40"),
+                 ("test", "torch.manual_seed(3)\ndraw(100)\na = torch.rand(5)\n"
+                          "torch.manual_seed(3)\ntorch.rand(100)\nassert torch.equal(a, torch.rand(5))"),
+                 ("test", "reseed_and_draw()\na = torch.rand(3)\n"
+                          "torch.manual_seed(11)\ntorch.rand(7)\nassert torch.equal(a, torch.rand(3))"),
+                 ("test", "g, r = torch.Generator().manual_seed(4), random.Random(4)\ndraw_from(g, r)\n"
+                          "g2, r2 = torch.Generator().manual_seed(4), random.Random(4)\ntorch.rand(100, generator=g2)\n"
+                          "r2.random()\nassert torch.equal(torch.rand(3, generator=g), torch.rand(3, generator=g2))\n"
+                          "assert r.random() == r2.random()")]
+    result = run(("student", RANDOM_STATES), *[(kind, "import random\nimport torch\n" + src) for kind, src in tests])
+    assert verdicts(result) == [True] * 6, [c.outputs for c in result.cells]

@@ -49,7 +49,7 @@ import sys
 import time
 import traceback
 
-from minibert_course import wire
+from minibert_course import streams, wire
 
 MAX_CALLS_PER_TEST = 200_000
 MAX_STREAM = 20_000
@@ -405,7 +405,8 @@ class Connection:
 
     def _take_rng(self, reply, dec):
         """The global random stream continues where the student's code left it, as in one kernel (a test that
-        seeds, calls the student's encoder, then draws its own dropout mask gets the draws that follow)."""
+        seeds, calls the student's encoder, then draws its own dropout mask gets the draws that follow), if drawing
+        can reach the state it sent (`streams`): a built one would let the submission choose the test's inputs."""
         import torch
 
         if reply.get("rng") is None:
@@ -414,6 +415,9 @@ class Connection:
         state = wire._tensor_from(dec.blob(reply["rng"]))
         if state.dtype != torch.uint8 or state.shape != torch.get_rng_state().shape:
             raise wire.WireError("a random state of the wrong size")
+        if not streams.torch_state_follows(self.last_rng, state):
+            self.last_rng = None  # a state no drawing reaches is not taken; the next request sends the checker's
+            return
         torch.set_rng_state(state)
         self.last_rng = state
 

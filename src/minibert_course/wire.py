@@ -493,7 +493,10 @@ def random_state(r: random.Random) -> list:
 
 
 def set_generator_state(local, state_value, decoder: Decoder) -> None:
-    """Write back the state a generator or Random reached on the other side (the call consumed draws there)."""
+    """Write back the state a generator or Random reached on the other side (the call consumed draws there), if
+    drawing can reach it from the state sent (`streams`); one that was built instead is not taken."""
+    from minibert_course import streams
+
     torch = _torch()
     if type(local) is torch.Generator:
         if type(state_value) is not list or state_value[:1] != ["G"]:
@@ -501,11 +504,14 @@ def set_generator_state(local, state_value, decoder: Decoder) -> None:
         state = _tensor_from(decoder.blob(state_value[1]))
         if state.dtype != torch.uint8 or state.shape != local.get_state().shape:
             raise WireError("a generator state of the wrong size")
-        local.set_state(state)
+        if streams.torch_state_follows(local.get_state(), state):
+            local.set_state(state)
     else:
         if type(state_value) is not list or state_value[:1] != ["R"]:
             raise WireError("a random.Random came back as something else")
-        local.setstate(_random_state(*_check(state_value[1], list)))
+        state = _random_state(*_check(state_value[1], list))
+        if streams.python_state_follows(local.getstate(), state):
+            local.setstate(state)
 
 
 def _check(value, kind):
