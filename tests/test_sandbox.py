@@ -373,3 +373,29 @@ def test_a_random_state_built_by_student_code_never_chooses_a_tests_inputs():
                           "assert r.random() == r2.random()")]
     result = run(("student", RANDOM_STATES), *[(kind, "import random\nimport torch\n" + src) for kind, src in tests])
     assert verdicts(result) == [True] * 6, [c.outputs for c in result.cells]
+
+
+def test_a_copy_that_stops_reading_fails_its_test_only():
+    """Student code can point the worker's reader at a pipe of its own and keep the real channel open, unread: a
+    request larger than the pipe's buffer must not block the checker past the test's time limit."""
+    code = '''
+import gc
+import os
+
+
+def deaf():
+    worker = next(o for o in gc.get_objects() if type(o).__name__ == "Worker")
+    worker.reader.fd = os.pipe()[0]  # (the real channel stays open: nobody reads it any more)
+
+
+def size(t):
+    return t.numel()
+
+
+x = 1
+'''
+    result = run(("student", code), ("test", "import torch\ndeaf()\nassert size(torch.zeros(4_000_000)) > 0"),
+                 ("test", "assert x == 1"), timeout=3)
+    assert verdicts(result) == [False, True], [c.outputs for c in result.cells]
+    assert "stopped the grader's requests" in result.cells[1].outputs[-1]["evalue"], result.cells[1].outputs
+    assert not no_leftovers()

@@ -99,13 +99,11 @@ class Connection:
         imports overlap instead of adding up)."""
         self.proc = self.start_worker()
         self.reader = wire.Reader(self.proc.stdout.fileno())
+        self.outbox = wire.Outbox(self.proc.stdin.fileno())
         self.last_rng = None
         self.sent = {}
         rid = self.next_id
-        try:
-            wire.send(self.proc.stdin.fileno(), {"op": "setup", **self.setup, "id": rid}, [])
-        except (BrokenPipeError, OSError):
-            raise WorkerLost(self._died()) from None
+        self._send({"op": "setup", **self.setup, "id": rid}, [], deadline)
         if meanwhile is not None:
             meanwhile()
         self.next_id += 1
@@ -137,11 +135,30 @@ class Connection:
         self.next_id += 1
         header = dict(header, id=rid)
         self.clean = self.clean and self.copy
-        try:
-            wire.send(self.proc.stdin.fileno(), header, enc.blobs if enc is not None else [])
-        except (BrokenPipeError, OSError):
-            raise WorkerLost(self._died()) from None
+        self._send(header, enc.blobs if enc is not None else [], deadline)
         return self._await(rid, deadline)
+
+    def _send(self, header: dict, blobs: list, deadline: float | None = None) -> None:
+        """Write one request; a worker that ended, or stopped reading until the deadline, is lost (a test's copy
+        only fails its test)."""
+        try:
+            self.outbox.send(header, blobs, deadline or self.deadline or time.monotonic() + 120)
+        except TimeoutError:
+            if self.copy:
+                self._copy_lost("the student's code stopped the grader's requests from reaching it")
+            raise WorkerLost("the grading worker stopped reading the grader's requests") from None
+        except OSError:  # (BrokenPipeError among them)
+            raise WorkerLost(self._died()) from None
+
+    def _finish_cut_write(self) -> None:
+        """A request cut short (its copy stopped reading) is finished once the copy is stopped: the worker reads
+        and skips it, and the messages after it are read as messages again."""
+        if self.outbox.rest:
+            self.kill_strays()
+            try:
+                self.outbox.flush(time.monotonic() + 30)
+            except (TimeoutError, OSError):
+                raise WorkerLost("the grading worker stopped reading the grader's requests") from None
 
     def _await(self, rid: int, deadline: float | None):
         deadline = deadline or self.deadline or time.monotonic() + 120
@@ -192,10 +209,10 @@ class Connection:
         if not self.copy:
             return
         self.copy = False
-        try:
-            wire.send(self.proc.stdin.fileno(), {"op": "exit"}, [])
-        except (BrokenPipeError, OSError):
-            raise WorkerLost(self._died()) from None
+        if self.outbox.rest:  # (the copy stopped reading: it is stopped, the request finished for the worker)
+            self._finish_cut_write()
+        else:
+            self._send({"op": "exit"}, [], time.monotonic() + 5)
         if not self._wait_ended(time.monotonic() + 5):  # a copy still busy (a call the test gave up on)
             self.kill_strays()
             if not self._wait_ended(time.monotonic() + 10):
@@ -209,6 +226,7 @@ class Connection:
 
     def _back_to_worker(self) -> None:
         self.kill_strays()
+        self._finish_cut_write()
         self.epoch = 0
         self.sent, self.last_rng = self.saved
         self._sync()
@@ -223,11 +241,8 @@ class Connection:
         nonce = secrets.token_hex(16)
         rid = self.next_id
         self.next_id += 1
-        try:
-            wire.send(self.proc.stdin.fileno(), {"op": "reset", "nonce": nonce, "id": rid}, [])
-        except (BrokenPipeError, OSError):
-            raise WorkerLost(self._died()) from None
         deadline = time.monotonic() + 60
+        self._send({"op": "reset", "nonce": nonce, "id": rid}, [], deadline)
         while True:
             got = self._next(deadline)
             if got is None:
@@ -325,7 +340,7 @@ class Connection:
         if self.last_rng is None or not torch.equal(state, self.last_rng):
             out["rng"] = enc.blob(wire._tensor_blob(state))
         self.last_rng = state
-        wire.send(self.proc.stdin.fileno(), out, enc.blobs)
+        self._send(out, enc.blobs)
 
     # ---- values ---------------------------------------------------------------------------------------------
     def encoder(self) -> wire.Encoder:

@@ -19,6 +19,7 @@ import array
 import base64
 import builtins
 import collections
+import contextlib
 import dataclasses
 import io
 import json
@@ -59,16 +60,53 @@ class Handle:
 # ---- framing -------------------------------------------------------------------------------------------------
 
 
-def send(fd: int, header: dict, blobs: list[bytes]) -> None:
+def frame(header: dict, blobs: list[bytes]) -> bytes:
     head = json.dumps(dict(header, blobs=len(blobs)), separators=(",", ":")).encode("utf-8")
     parts = [struct.pack(">I", len(head)), head]
     for blob in blobs:
         parts += [struct.pack(">Q", len(blob)), blob]
-    data = b"".join(parts)
-    view = memoryview(data)
+    return b"".join(parts)
+
+
+def send(fd: int, header: dict, blobs: list[bytes]) -> None:
+    view = memoryview(frame(header, blobs))
     while view:
-        n = os.write(fd, view)
-        view = view[n:]
+        view = view[os.write(fd, view):]
+
+
+class Outbox:
+    """Writes messages with a deadline, so that a reader that stops reading cannot hold the writer (TimeoutError);
+    what a write that was cut short left unsent stays in `rest`, to be finished once someone reads the channel
+    again, so that the messages after it are still read as messages."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.rest = memoryview(b"")
+
+    def send(self, header: dict, blobs: list[bytes], deadline: float) -> None:
+        if self.rest:
+            raise BrokenPipeError("an earlier message was not finished")
+        self.rest = memoryview(frame(header, blobs))
+        self.flush(deadline)
+
+    def flush(self, deadline: float) -> None:
+        import signal
+
+        alarm = {signal.SIGALRM}  # (the caller's alarm waits: bytes written are always taken off `rest`)
+        signal.pthread_sigmask(signal.SIG_BLOCK, alarm)
+        os.set_blocking(self.fd, False)
+        try:
+            while self.rest:
+                with contextlib.suppress(BlockingIOError):
+                    self.rest = self.rest[os.write(self.fd, self.rest):]
+                if self.rest:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError("the reader stopped reading")
+                    select.select([], [self.fd], [], min(left, 1.0))
+        finally:
+            os.set_blocking(self.fd, True)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, alarm)
 
 
 class Reader:
