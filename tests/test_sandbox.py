@@ -191,15 +191,16 @@ def test_fallback_without_bubblewrap_still_drops_privileges_and_limits(monkeypat
         pytest.skip("switching uid needs root")
     sandbox = Sandbox(uid=UID)
     sandbox.works = False
-    expected = UID if sandbox.switch_uid() else os.geteuid()  # a uid that cannot reach this Python: said below
+    # a uid of the notebook's own, from UID+1 on; the grader's own where UID cannot reach this Python (said below)
+    expected = f"{UID} < uid <= {UID + 4000}" if sandbox.switch_uid() else f"uid == {os.geteuid()}"
     plan = Plan([PlannedCell("student", "import os, resource\nuid = os.getuid()\n"
                                         "mem = resource.getrlimit(resource.RLIMIT_AS)[0]", exposes=["mem", "uid"]),
-                 PlannedCell("test", f"assert uid == {expected}, uid", grade_id="t"),
+                 PlannedCell("test", f"assert {expected}, uid", grade_id="t"),
                  PlannedCell("test", f"assert mem == {sandbox.memory}, mem", grade_id="u")])
     result = run_cells(plan, chapter="02_embeddings", sandbox=sandbox, screen_code=False)
     assert verdicts(result) == [True, True], result.cells
     assert "NO FILESYSTEM ISOLATION" in result.sandbox
-    assert (f"ran as uid {UID}" in result.sandbox) == sandbox.switch_uid(), result.sandbox
+    assert ("uid of their own" in result.sandbox) == sandbox.switch_uid(), result.sandbox
 
 
 # ---- each test runs in its own copy of the notebook's state (a fork of the worker) -------------------------------
@@ -399,3 +400,84 @@ x = 1
     assert verdicts(result) == [False, True], [c.outputs for c in result.cells]
     assert "stopped the grader's requests" in result.cells[1].outputs[-1]["evalue"], result.cells[1].outputs
     assert not no_leftovers()
+
+
+def test_without_bubblewrap_each_notebook_has_its_own_uid_and_leaves_nothing(tmp_path):
+    """The fallback's gap was one uid for every student: a process or a file that one left could be read by the
+    next student's code (and shown in a visible test's message). Each notebook now runs as a uid no process has,
+    and what that uid left (processes that escaped with setsid, files in /tmp, System V shared memory) is removed."""
+    if os.geteuid() != 0:
+        pytest.skip("switching uid needs root")
+    sandbox = Sandbox(uid=UID)
+    sandbox.works = False
+    if not sandbox.switch_uid():
+        pytest.skip(f"uid {UID} cannot run {os.sys.executable} here")
+    leave = '''
+import ctypes, os, subprocess
+uid = os.getuid()
+open(f"/tmp/minibert-left-{uid}", "w").write("hidden input")
+os.makedirs(f"/dev/shm/minibert-left-{uid}/deeper", exist_ok=True)
+subprocess.Popen(["sleep", "300"], start_new_session=True)
+libc = ctypes.CDLL(None)
+libc.shmget(0x6d62 + uid, 4096, 0o1000 | 0o644)
+'''
+    uids = []
+    for _ in range(2):
+        plan = Plan([PlannedCell("student", leave, exposes=["uid"]),
+                     PlannedCell("test", "assert uid == -1, uid", grade_id="t")])  # (fails, saying the uid)
+        result = run_cells(plan, chapter="02_embeddings", sandbox=sandbox, screen_code=False)
+        uids.append(int(result.cells[-1].outputs[-1]["evalue"]))
+        assert UID < uids[-1] <= UID + 4000 and "uid of their own" in result.sandbox, (uids, result.sandbox)
+    assert uids[0] != uids[1]
+    ps = subprocess.run(["ps", "-eo", "uid=,args="], capture_output=True, text=True).stdout
+    mine = [line for line in ps.splitlines() if "sleep 300" in line and int(line.split()[0]) != os.geteuid()]
+    assert not mine, mine
+    assert not list(Path("/tmp").glob("minibert-left-*")) and not list(Path("/dev/shm").glob("minibert-left-*"))
+    shm = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    assert not [row for row in shm if UID < int(row.split()[7]) <= UID + 4000], shm
+
+
+def test_clear_uid_removes_every_process_file_and_shared_memory_of_the_uid():
+    """The fallback's clean-up on its own (the test above needs a Python the uid can run): what a uid leaves in the
+    folders any uid may write, processes that left their session, and System V IPC, are gone; another uid's stay."""
+    if os.geteuid() != 0:
+        pytest.skip("switching uid needs root")
+    from minibert_course.sealed import clear_uid, fresh_uid
+
+    uid, other = fresh_uid(UID), fresh_uid(UID + 5000)
+    assert uid != other and UID < uid <= UID + 4000
+
+    def as_uid(u):
+        def drop():
+            os.setsid()
+            os.setgid(u)
+            os.setuid(u)
+        return drop
+
+    procs = [subprocess.Popen(["sleep", "300"], preexec_fn=as_uid(u)) for u in (uid, uid, other)]
+    files = [Path(f"/tmp/minibert-clear-{uid}"), Path(f"/dev/shm/minibert-clear-{uid}/sub/file")]
+    files[1].parent.mkdir(parents=True)
+    for f in files:
+        f.write_text("left behind")
+    for path in (files[0], files[1], files[1].parent, files[1].parent.parent):
+        os.chown(path, uid, uid)
+    keep = Path(f"/tmp/minibert-clear-other-{other}")
+    keep.write_text("another uid's")
+    os.chown(keep, other, other)
+    subprocess.run(["ipcmk", "-M", "4096"], preexec_fn=as_uid(uid), capture_output=True, check=True)  # (util-linux)
+    assert [r for r in Path("/proc/sysvipc/shm").read_text().splitlines()[1:] if r.split()[7] == str(uid)]
+    try:
+        assert clear_uid(uid) == []
+        for p in procs[:2]:
+            p.wait(timeout=5)  # (killed: else TimeoutExpired)
+        assert procs[2].poll() is None, "another uid's process was killed"
+        assert not files[0].exists() and not files[1].parent.parent.exists() and keep.exists()
+        rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+        assert not [r for r in rows if r.split()[7] == str(uid)], rows
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        keep.unlink(missing_ok=True)
+        clear_uid(uid)
+        clear_uid(other)

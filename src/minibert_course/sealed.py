@@ -14,8 +14,9 @@
    later ones as stubs, read-only), a private /tmp and working folder (tmpfs), the checker's scratch folder
    read-only (files a test writes for the student's code), no network, its own PID namespace (no process outlives
    it), an unprivileged uid, and rlimits on memory, processes, file size and CPU time. Without bubblewrap the worker
-   still runs as an unprivileged uid with the same rlimits in its own process group, and `Sandbox.describe()` says
-   what is missing.
+   still runs as an unprivileged uid with the same rlimits in its own process group, a uid of its own for each
+   notebook (`fresh_uid`): whatever it leaves (a process, a file in /tmp, System V IPC) is removed when the notebook
+   is done (`clear_uid`), so it cannot reach the next student's run; `Sandbox.describe()` says what is missing.
 """
 
 from __future__ import annotations
@@ -426,7 +427,7 @@ class Sandbox:
         missing = "bubblewrap not installed (apt-get install bubblewrap)" if not self.bwrap else \
             "bubblewrap cannot create namespaces here"
         if self.switch_uid():
-            who = f"uid {self.uid}"
+            who = "an unprivileged uid of their own for each notebook, cleared after it"
         elif self.root:
             who = f"the grading user (uid {self.uid} cannot run {sys.executable})"
         else:
@@ -546,12 +547,13 @@ def run_cells_checked(plan: Plan, package: Path | None = None, chapter: str | No
         aliases = module_aliases([c.source for c in plan.cells if c.kind in ("given", "test")])
         verdict = screen(student_sources, aliases)
         result.review += [f"screen: {t}" for t in verdict.tamper + verdict.review]
+    run_uid = fresh_uid(sandbox.uid) if not sandbox.works and sandbox.switch_uid() else sandbox.uid
     names = sorted({n for c in plan.cells for n in c.exposes})
     request = {
         "cells": [{"kind": c.kind, "source": c.source, "grade_id": c.grade_id, "exposes": c.exposes,
                    "imports": c.imports} for c in plan.cells],
         "student_names": names, "package": str(Path(package).resolve()), "preload": PRELOAD,
-        "sandbox": {"uid": sandbox.uid, "memory": sandbox.memory, "cpu_seconds": sandbox.cpu_seconds},
+        "sandbox": {"uid": run_uid, "memory": sandbox.memory, "cpu_seconds": sandbox.cpu_seconds},
         "bubblewrap": sandbox.works,  # a caller that turned bubblewrap off (a test of the fallback) keeps it off
         "cell_timeout": cell_timeout, "total_timeout": total_timeout,
     }
@@ -574,6 +576,8 @@ def run_cells_checked(plan: Plan, package: Path | None = None, chapter: str | No
         reply, why = None, "the checker ran past the notebook's time limit"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if run_uid != sandbox.uid:
+            clear_uid(run_uid)
     if reply is None:
         result.problems.append(why)
         for i, c in enumerate(plan.cells):
@@ -593,6 +597,92 @@ def run_cells_checked(plan: Plan, package: Path | None = None, chapter: str | No
 
 
 CHECKER_MEMORY_BYTES = 8 * 2**30
+UIDS_PER_BASE = 4000
+SCRATCH_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")  # where any uid may write on a Debian system
+
+
+def _uids_in_use() -> set[int]:
+    """The uids of the processes alive now (a zombie has ended: it only waits for its parent to read its status)."""
+    used = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                uid = os.stat(entry.path).st_uid
+                if Path(entry.path, "stat").read_text().rpartition(")")[2].split()[0] != "Z":
+                    used.add(uid)
+            except (OSError, IndexError):
+                pass
+    return used
+
+
+def fresh_uid(base: int) -> int:
+    """Without bubblewrap: a uid for one notebook that no process has now (two notebooks graded at once, or one
+    after another, never share one), drawn from base+1 .. base+4000."""
+    import secrets
+
+    used = _uids_in_use()
+    for _ in range(100):
+        uid = base + 1 + secrets.randbelow(UIDS_PER_BASE)
+        if uid not in used:
+            return uid
+    raise RuntimeError(f"no free uid between {base + 1} and {base + UIDS_PER_BASE}")
+
+
+def _remove_owned(folder: str, uid: int, left: list[str], depth: int = 0) -> None:
+    """Remove what `uid` owns in `folder`, looking only where it could have written: into folders any uid may
+    write (sticky /tmp and the like), not a build tree owned by someone else."""
+    import stat
+
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_uid == uid:
+                if stat.S_ISDIR(st.st_mode):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+            elif stat.S_ISDIR(st.st_mode) and st.st_mode & 0o002 and depth < 8:
+                _remove_owned(entry.path, uid, left, depth + 1)
+        except OSError:
+            left.append(entry.path)
+
+
+def clear_uid(uid: int) -> list[str]:
+    """Remove what a notebook's uid left without bubblewrap: its processes (a killer that takes the uid and signals
+    every process of it, until none is left), its files in the folders any uid can write, its System V IPC. Returns
+    what could not be removed."""
+    for _ in range(50):
+        if uid not in _uids_in_use():
+            break
+        pid = os.fork()
+        if pid == 0:  # kill(-1) as the uid itself: every process of that uid, at once (never this one's parent)
+            try:
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.05)
+    left = [f"processes of uid {uid}"] if uid in _uids_in_use() else []
+    for folder in SCRATCH_FOLDERS:
+        _remove_owned(folder, uid, left)
+    for kind, flag in (("shm", "-m"), ("msg", "-q"), ("sem", "-s")):
+        try:
+            rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        header = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[0].split()
+        for row in rows:
+            fields = dict(zip(header, row.split(), strict=False))
+            if fields.get("uid") == str(uid):
+                subprocess.run(["ipcrm", flag, fields.get("shmid") or fields.get("msqid") or fields.get("semid")],
+                               capture_output=True)
+    return left
 
 
 def _checker_limits() -> None:  # the checker decodes what student code sent: it gets limits of its own
