@@ -19,6 +19,7 @@ The one cached normal sample a state may hold is accepted only if a Box-Muller d
 from __future__ import annotations
 
 import math
+import random
 import struct
 
 import numpy as np
@@ -47,12 +48,35 @@ def twist(mt: np.ndarray) -> np.ndarray:
     return out
 
 
+def temper(mt: np.ndarray) -> np.ndarray:
+    """The outputs a 624-word array gives, in order (MT19937's tempering: a bijection of each word)."""
+    y = mt.astype(np.uint32)
+    y ^= y >> np.uint32(11)
+    y ^= (y << np.uint32(7)) & np.uint32(0x9D2C5680)
+    y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
+    y ^= y >> np.uint32(18)
+    return y
+
+
 def _reaches(start: np.ndarray, goal: np.ndarray, max_twists: int) -> bool:
-    mt = start
-    for _ in range(max_twists + 1):
-        if np.array_equal(mt, goal):
-            return True
-        mt = twist(mt)
+    """Whether goal = twist^k(start) for some 0 <= k <= max_twists. Python's own MT19937 (C) draws the stream from
+    `start`: block j of 624 outputs is the tempered twist^(j+1)(start), so the goal's tempered words are looked for
+    at block boundaries (chunks that grow, so that the usual few twists cost microseconds)."""
+    if np.array_equal(start, goal):
+        return True
+    rng = random.Random()
+    rng.setstate((3, tuple(int(w) for w in start) + (N,), None))  # index N: the next draw twists first
+    pattern = temper(goal).astype("<u4").tobytes()
+    block, done, chunk = 4 * N, 0, 8
+    while done < max_twists:
+        n = min(chunk, max_twists - done)
+        stream = rng.getrandbits(32 * N * n).to_bytes(block * n, "little")
+        at = stream.find(pattern)
+        while at != -1:
+            if at % block == 0:
+                return True
+            at = stream.find(pattern, at + 1)
+        done, chunk = done + n, chunk * 8
     return False
 
 
