@@ -15,16 +15,17 @@ def _words(g: torch.Generator) -> np.ndarray:
     return np.frombuffer(g.get_state().numpy().tobytes()[24:24 + 8 * 624], dtype="<u8").astype(np.uint32)
 
 
-def test_twist_is_torchs_and_pythons_regeneration():
+def test_the_search_finds_torchs_and_pythons_regenerations_at_their_exact_count():
     g = torch.Generator().manual_seed(2024)
     seeded = _words(g)
-    torch.rand(1, generator=g)  # the first draw regenerates the array
-    assert np.array_equal(streams.twist(seeded), _words(g))
+    torch.rand(1 + 624 * 40, generator=g)  # the first draw regenerates the array, then 40 more times
+    assert streams._reaches(seeded, _words(g), 41) and not streams._reaches(seeded, _words(g), 40)
     r = random.Random(7)
     before = np.array(r.getstate()[1][:624], dtype=np.uint32)
-    for _ in range(624 - r.getstate()[1][624] + 1):
+    for _ in range(624 - r.getstate()[1][624] + 1 + 624 * 9):
         r.getrandbits(32)
-    assert np.array_equal(streams.twist(before), np.array(r.getstate()[1][:624], dtype=np.uint32))
+    after = np.array(r.getstate()[1][:624], dtype=np.uint32)
+    assert streams._reaches(before, after, 10) and not streams._reaches(before, after, 9)
 
 
 def test_states_that_drawing_reaches_follow():

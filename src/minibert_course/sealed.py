@@ -673,10 +673,10 @@ def clear_uid(uid: int) -> list[str]:
         _remove_owned(folder, uid, left)
     for kind, flag in (("shm", "-m"), ("msg", "-q"), ("sem", "-s")):
         try:
-            rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
-        except OSError:
+            header, *rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except (OSError, ValueError):
             continue
-        header = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[0].split()
+        header = header.split()
         for row in rows:
             fields = dict(zip(header, row.split(), strict=False))
             if fields.get("uid") == str(uid):

@@ -26,26 +26,8 @@ import numpy as np
 
 MAX_TWISTS = 16_384
 N, M = 624, 397
-_UPPER, _LOWER, _MATRIX = np.uint32(0x80000000), np.uint32(0x7FFFFFFF), np.uint32(0x9908B0DF)
-_ONE, _ZERO = np.uint32(1), np.uint32(0)
 TORCH_STATE_BYTES = 5056  # CPUGeneratorImplState: seed, left, seeded, next, state[624] (uint64), normal caches
 _ARRAY = slice(24, 24 + 8 * N)
-
-
-def twist(mt: np.ndarray) -> np.ndarray:
-    """One regeneration of the 624-word array (MT19937's next_state), vectorized in the four runs that only read
-    words already final: word i reads i+1 (old) and i+397 (old for i < 227, new after)."""
-    out = np.empty_like(mt)
-
-    def mixed(u, v):
-        y = (u & _UPPER) | (v & _LOWER)
-        return (y >> _ONE) ^ np.where(v & _ONE, _MATRIX, _ZERO)
-
-    out[:227] = mt[M:] ^ mixed(mt[:227], mt[1:228])
-    out[227:454] = out[:227] ^ mixed(mt[227:454], mt[228:455])
-    out[454:623] = out[227:396] ^ mixed(mt[454:623], mt[455:624])
-    out[623] = out[396] ^ mixed(mt[623:624], out[0:1])[0]
-    return out
 
 
 def temper(mt: np.ndarray) -> np.ndarray:
@@ -106,15 +88,15 @@ def torch_state_follows(before, after, max_twists: int = MAX_TWISTS) -> bool:
     `before` by drawing, or by manual_seed(s) and drawing (s is the seed `after` records)."""
     import torch
 
-    a = _torch_fields(bytes(after.numpy().tobytes()))
+    a = _torch_fields(after.numpy().tobytes())
     if a is None:
         return False
     if before is not None:
-        b = _torch_fields(bytes(before.numpy().tobytes()))
+        b = _torch_fields(before.numpy().tobytes())
         if b is not None and _reaches(b[1], a[1], max_twists):
             return True
     seeded = torch.Generator().manual_seed(int(a[0])).get_state()
-    return _reaches(_torch_fields(bytes(seeded.numpy().tobytes()))[1], a[1], max_twists)
+    return _reaches(_torch_fields(seeded.numpy().tobytes())[1], a[1], max_twists)
 
 
 def python_state_follows(before: tuple, after: tuple, max_twists: int = MAX_TWISTS) -> bool:
