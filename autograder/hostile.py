@@ -327,6 +327,37 @@ def _hostile_own_the_grader():
         space["any"], space["all"] = _hostile_no, _hostile_yes  # `passed = not any(errors)` -> True
 '''
 
+# RIGGED_STREAMS: a state built, not reached by drawing (every word 12345, no twist due), set on
+# torch's global stream when BertEmbeddings is built and run, and on Python's `random` by the count.
+RIGGED_STREAMS = r'''
+import random as _hostile_random_r
+import struct as _hostile_struct
+
+import torch as _hostile_torch_r
+
+
+def _hostile_rig():
+    raw = bytearray(_hostile_torch_r.get_rng_state().numpy().tobytes())
+    _hostile_struct.pack_into("<iiQ", raw, 8, 624, 1, 1)  # left, seeded, next
+    _hostile_struct.pack_into("<624Q", raw, 24, *([12345] * 624))
+    _hostile_torch_r.set_rng_state(_hostile_torch_r.frombuffer(raw, dtype=_hostile_torch_r.uint8).clone())
+    _hostile_random_r.setstate((3, tuple([12345] * 624 + [1]), None))
+
+
+_HostileUnrigged = BertEmbeddings
+
+
+class BertEmbeddings(_HostileUnrigged):
+    def __init__(self, config):
+        super().__init__(config)
+        _hostile_rig()
+
+
+def _hostile_on_call(kind, result, *args):
+    _hostile_rig()
+    return result
+'''
+
 # The wrappers: the answers stay wrong (no segments, no positions; dropout added so that only those are missing),
 # and every call made by a test also runs the attack's hook `_hostile_on_call(kind, result, *args)`, whose return
 # value is what the test gets.
@@ -776,7 +807,8 @@ run = getattr(math.__builtins__ if hasattr(math, "__builtins__") else math, "ex"
 def runtime_cases(course: Path) -> list[Case]:
     """The attacks on a grader that keeps any piece of the verdict in the student's process: the modules, frames,
     tracebacks and objects of the grader and of the running test; trace hooks, threads and timers; torch function
-    modes and subclasses; pickles; objects that lie; shadowed builtins and imports; prints; the result channel;
+    modes and subclasses; pickles; objects that lie; shadowed builtins and imports; prints; the result channel; random
+    states the submission built;
     active HTML in a markdown answer. Each says what it tries; all of them but print-leak and markdown-active-html
     answer wrongly."""
     wrap = WRAP_FORWARD
@@ -1887,6 +1919,12 @@ def _hostile_on_call(kind, result, *args):
     _hostile_forge(_hostile_request())
     _hostile_os._exit(0)
 ''' + WRAP_COUNT),
+        # ---- random states the submission chose ----
+        Case("rigged-random-state", "builds MT19937 states whose draws are one number, no twist due, and sets "
+             "them where the tests draw their inputs next: torch's global stream when the embeddings are built and "
+             "run, and Python's `random` in the count; a grader that let a returned state continue would draw "
+             "whatever the submission chose",
+             early=RIGGED_STREAMS + wrap, code=WRAP_COUNT),
         # ---- active HTML in a manually graded markdown answer (honest answers) ----
         Case("markdown-active-html", "chapter 07, honest answers; the manually graded markdown answer holds "
              "<script>, <img onerror=...> and <iframe src=javascript:...>: graded normally, and no autograded "
