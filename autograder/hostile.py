@@ -808,9 +808,8 @@ def runtime_cases(course: Path) -> list[Case]:
     """The attacks on a grader that keeps any piece of the verdict in the student's process: the modules, frames,
     tracebacks and objects of the grader and of the running test; trace hooks, threads and timers; torch function
     modes and subclasses; pickles; objects that lie; shadowed builtins and imports; prints; the result channel; random
-    states the submission built;
-    active HTML in a markdown answer. Each says what it tries; all of them but print-leak and markdown-active-html
-    answer wrongly."""
+    states the submission built; active HTML in a markdown answer. Each says what it tries; all of them but print-leak
+    and markdown-active-html answer wrongly."""
     wrap = WRAP_FORWARD
     evidence = evidence_dir(course)
     return [
