@@ -42,9 +42,7 @@ def make_drop(drop: Path, chapter: str, n: int) -> None:
 
 def by_hand(chapter: str) -> float:
     """Points of a chapter's manually graded answers: autograde leaves them at 0."""
-    nb = nbformat.read(mutation.ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)
-    return sum(float(c.metadata["nbgrader"].get("points", 0)) for c in nb.cells
-               if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade"))
+    return grade.manual_points(chapter)
 
 
 def whole_submission(jobs: int) -> int:

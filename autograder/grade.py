@@ -39,6 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+from minibert_course import chapters as registry  # noqa: E402
+
 MAX_NOTEBOOK_BYTES = 200 * 2**20
 MAX_ZIP_BYTES = 1 * 2**30
 MAX_ZIP_FILES = 2000
@@ -53,7 +56,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def all_chapters() -> list[str]:
-    return [p.stem for p in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))]
+    return registry.stems(ROOT)
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
@@ -254,9 +257,7 @@ def name_students(course: Path, students: list[str]) -> None:
 
 def manual_points(chapter: str) -> float:
     """Points of a chapter's manually graded answers (autograde gives them 0 until a grader scores them)."""
-    data = json.loads((ROOT / "solutions" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
-    return sum(float(c["metadata"]["nbgrader"].get("points", 0)) for c in data["cells"]
-               if c["cell_type"] == "markdown" and c.get("metadata", {}).get("nbgrader", {}).get("grade"))
+    return registry.chapter(chapter, ROOT).manual_points
 
 
 def write_mark_schemes(course: Path, chapters: list[str]) -> Path | None:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import nbformat
 
+from minibert_course.chapters import stems
+
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS_DIR = ROOT / "autograder" / "mutants"
 CONTROL = "control"
@@ -55,7 +57,7 @@ class Outcome:
 
 
 def chapters() -> list[str]:
-    return [p.stem for p in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))]
+    return stems(ROOT)
 
 
 def load_catalogue(chapter: str) -> list[Mutant]:

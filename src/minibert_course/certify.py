@@ -37,30 +37,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from minibert_course.chapters import Chapter, chapters, package_tests
 
-@dataclass(frozen=True)
-class Chapter:
-    number: str
-    name: str
-    modules: tuple[str, ...]  # what the chapter's export cells write into src/minibert
-    tests: tuple[str, ...]  # the package tests of those modules
-
-
-CHAPTERS = (
-    Chapter("01", "wordpiece", ("tokenization", "corpus"), ("test_tokenization.py", "test_corpus.py")),
-    Chapter("02", "embeddings", ("embeddings",), ("test_embeddings.py",)),
-    Chapter("03", "attention", ("attention", "config", "model", "checkpoint"),
-            ("test_model.py", "test_checkpoints.py", "test_equivalence.py")),
-    Chapter("04", "masking", ("masking",), ("test_masking.py",)),
-    Chapter("05", "data", ("data",), ("test_data.py",)),
-    Chapter("06", "pretraining", ("heads", "pretrain"), ("test_heads.py", "test_pretrain.py")),
-    Chapter("07", "task_heads", ("tasks",), ("test_tasks.py",)),
-    Chapter("08", "finetuning", ("metrics", "task_data", "qa_generation", "finetune"),
-            ("test_metrics.py", "test_task_data.py", "test_qa_generation.py", "test_finetune.py")),
-    Chapter("09", "base_pretraining", ("train", "bench"), ("test_train.py", "test_scaling.py")),
-    Chapter("10", "beyond_bert", ("variants",), ("test_variants.py",)),
-)
-PACKAGE_TESTS = tuple(t for c in CHAPTERS for t in c.tests)
+CHAPTERS = chapters()  # read from the notebooks (minibert_course.chapters): modules and package tests
+PACKAGE_TESTS = package_tests()
 _STUB = re.compile(r"complete chapter (\d+) and run its export cell")
 
 

@@ -1,9 +1,10 @@
 """The course map: chapter order, what each chapter builds, its points and its measured run time.
 
 One source for two documents: the README's chapter table and notebook 00 (`notebooks/00_course_map.ipynb`, written
-by `make release` with the other notebooks, checked by `make check-sync`). Points are read from the solution
-notebooks' nbgrader metadata; run times are measured (`python -m minibert_course.course_map --measure` runs every
-solution notebook top to bottom, as tests/test_notebooks.py does, and writes course_times.json).
+by `make release` with the other notebooks, checked by `make check-sync`). The chapters, their titles, modules and
+points come from the notebooks (`minibert_course.chapters`); run times are measured (`python -m
+minibert_course.course_map --measure` runs every solution notebook top to bottom, as tests/test_notebooks.py does,
+and writes course_times.json).
 """
 
 from __future__ import annotations
@@ -14,54 +15,31 @@ import os
 import platform
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from minibert_course.chapters import Chapter, chapter, chapters
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMES = Path(__file__).with_name("course_times.json")
 MAP_NOTEBOOK = "00_course_map.ipynb"
 
 
-@dataclass(frozen=True)
-class Chapter:
-    number: str
-    stem: str
-    title: str
-    builds: str  # the modules, as the README names them
-    needs: str  # the chapters whose ideas it uses
+CHAPTERS = chapters()  # read from the notebooks (minibert_course.chapters)
 
 
-CHAPTERS = (
-    Chapter("01", "01_wordpiece", "WordPiece and the input format", "`minibert.tokenization`, `minibert.corpus`", "-"),
-    Chapter("02", "02_embeddings", "Embeddings", "`minibert.embeddings`", "01"),
-    Chapter("03", "03_attention", "Attention and the encoder", "`minibert.config`, `attention`, `model`, `checkpoint`",
-            "02"),
-    Chapter("04", "04_masking", "The MLM sampler", "`minibert.masking`", "01"),
-    Chapter("05", "05_data", "NSP and pretraining data", "`minibert.data`", "01, 04"),
-    Chapter("06", "06_pretraining", "Pretraining heads and loss", "`minibert.heads`, `minibert.pretrain`", "03-05"),
-    Chapter("07", "07_task_heads", "Task heads", "`minibert.tasks`", "03, 06"),
-    Chapter("08", "08_finetuning", "Fine-tuning on real data", "`minibert.metrics`, `task_data`, `qa_generation`, "
-            "`finetune`", "06, 07"),
-    Chapter("09", "09_base_pretraining", "Base-size pretraining on a GPU", "`minibert.train`, `minibert.bench`", "06"),
-    Chapter("10", "10_beyond_bert", "Beyond BERT: RoBERTa, ELECTRA, the masking rate", "`minibert.variants`",
-            "04, 06, 08"),
-)
+def builds(c: Chapter) -> str:
+    """The modules a chapter builds, as the README names them: `minibert.first`, `second`, ..."""
+    return ", ".join(f"`minibert.{m}`" if i == 0 else f"`{m}`" for i, m in enumerate(c.modules))
+
+
+def needs(c: Chapter) -> str:
+    return ", ".join(c.needs) or "-"
 
 
 def points(stem: str, root: Path = ROOT) -> tuple[float, float, int]:
-    """(autograded points, manually graded points, exercises) of a solution notebook."""
-    nb = json.loads((root / "solutions" / f"{stem}.ipynb").read_text(encoding="utf-8"))
-    auto = manual = 0.0
-    exercises = 0
-    for cell in nb["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("grade") and cell["cell_type"] == "markdown":
-            manual += float(meta.get("points", 0))
-        elif meta.get("grade"):
-            auto += float(meta.get("points", 0))
-        if meta.get("solution"):
-            exercises += 1
-    return auto, manual, exercises
+    """(autograded points, manually graded points, exercises) of a chapter, from its notebook's nbgrader metadata."""
+    c = chapter(stem, root)
+    return c.auto_points, c.manual_points, c.exercises
 
 
 def measured() -> dict:
@@ -81,7 +59,7 @@ def readme_table() -> str:
              f"| 00 | `{MAP_NOTEBOOK}`: the course map (this table, how grading works, your package) | | | |"]
     for c in CHAPTERS:
         auto, manual, _ = points(c.stem)
-        lines.append(f"| {c.number} | `{c.stem}.ipynb`: {c.title} | {c.builds} | {auto:g}"
+        lines.append(f"| {c.number} | `{c.stem}.ipynb`: {c.title} | {builds(c)} | {auto:g}"
                      + (f" + {manual:g}" if manual else "") + f" | {_minutes(times.get(c.stem))} |")
     return "\n".join(lines) + "\n"
 
@@ -200,7 +178,7 @@ def notebook(root: Path = ROOT) -> dict:
     rows = []
     for c in CHAPTERS:
         auto, manual, exercises = points(c.stem, root)
-        rows.append(f"| {c.number} | `{c.stem}.ipynb`: {c.title} | {c.builds} | {c.needs} | {exercises} | {auto:g}"
+        rows.append(f"| {c.number} | `{c.stem}.ipynb`: {c.title} | {builds(c)} | {needs(c)} | {exercises} | {auto:g}"
                     + (f" + {manual:g}" if manual else "") + f" | {_minutes(info['seconds'].get(c.stem))} |")
     texts = [INTRO, ORDER.format(rows="\n".join(rows), when=info.get("when", "(not yet)")), GRADING, PACKAGE]
     cells = [{"cell_type": "markdown", "id": f"map-{i:02d}", "metadata": {}, "source": t.splitlines(keepends=True)}

@@ -24,6 +24,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from minibert_course.chapters import chapters
+
 ROOT = Path(__file__).resolve().parents[2]
 
 GRADINGS = {"graded": "yes", "partly": "partly", "not graded": "no"}  # Item.grading -> the table's "graded" column
@@ -422,7 +424,7 @@ ITEMS: tuple[Item, ...] = (
     ),
 )
 
-CHAPTERS = {p.stem[:2]: p.stem for p in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))}
+CHAPTERS = {c.number: c.stem for c in chapters()}
 
 
 def cells(chapter: str) -> dict[str, dict]:
