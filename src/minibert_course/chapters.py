@@ -1,7 +1,8 @@
 """The course's chapters, read from the notebooks: the one registry behind the course map, the README's chapter
-table, the student kit and its certificate, the release, the grader and the lecture coverage.
+table, the student kit and its certificate, the grader, the mutation catalogue and the lecture coverage.
 
-A chapter is a notebook `NN_name.ipynb` (NN from 01: notebook 00 is the course map). Everything the registry says comes from it:
+A chapter is a notebook `NN_name.ipynb` (NN from 01: notebook 00 is the course map). Everything the registry says
+comes from it:
 
 - number, stem and name from the file name; the title from its first heading (`# Chapter NN · Title: more`, the
   part before the colon);
