@@ -53,10 +53,10 @@ check-sync: $(STAMP)  ## fail when notebooks/ or src/minibert/ differ from what 
 	$(BIN)/python -m minibert_course.release --check
 
 student-kit: $(STAMP)  ## release notebooks + the package with every solution replaced by a stub
-	$(BIN)/python autograder/student_kit.py $(KIT) $(KIT_ARGS)
+	$(BIN)/python -m autograder.student_kit $(KIT) $(KIT_ARGS)
 
 grade: $(STAMP)  ## nbgrader: generate, autograde (sealed, JOBS workers), feedback, in a course folder outside the repo
-	$(BIN)/python autograder/grade.py --course $(COURSE) --submissions $(SUBMISSIONS) --jobs $(JOBS) $(GRADE_ARGS)
+	$(BIN)/python -m autograder.grade --course $(COURSE) --submissions $(SUBMISSIONS) --jobs $(JOBS) $(GRADE_ARGS)
 
 formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for the manually graded answers
 	@# a config folder of its own: the student lab's config turns the formgrader off; this one is only quiet
@@ -64,13 +64,13 @@ formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for th
 	cd $(COURSE) && JUPYTER_CONFIG_DIR=$(CURDIR)/build/jupyter/instructor $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(COURSE) $(ALLOW_ROOT) $(LAB_ARGS)
 
 mutation: $(STAMP)  ## grade every mutant of autograder/mutants/ and write docs/mutation.md
-	$(BIN)/python autograder/mutation.py --jobs $(JOBS) --table docs/mutation.md
+	$(BIN)/python -m autograder.mutation --jobs $(JOBS) --table docs/mutation.md
 
 bench-grade: $(STAMP)  ## autograde 50 generated submissions with JOBS=1 and JOBS=2; print the time per submission
-	$(BIN)/python autograder/bench_grade.py --submissions 50
+	$(BIN)/python -m autograder.bench_grade --submissions 50
 
 bench-submission: $(STAMP)  ## autograde one student's whole course (the solutions); print each chapter's time
-	$(BIN)/python autograder/bench_grade.py --whole --jobs 1
+	$(BIN)/python -m autograder.bench_grade --whole --jobs 1
 
 pretrain: $(STAMP)  ## chapter 06's tiny BERT, 6,000 steps into runs/tiny (about 10 min on 2 cores; run again: resumes)
 	$(BIN)/python -m minibert.pretrain --out runs/tiny --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000

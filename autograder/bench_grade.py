@@ -1,8 +1,8 @@
 """Benchmark: autograde N generated submissions of one chapter with JOBS=1 and JOBS=2, side by side; or one
 student's whole course (--whole), chapter by chapter.
 
-    python autograder/bench_grade.py [--submissions 50] [--chapter 02_embeddings]
-    python autograder/bench_grade.py --whole [--jobs 1]      # make bench-submission
+    python -m autograder.bench_grade [--submissions 50] [--chapter 02_embeddings]
+    python -m autograder.bench_grade --whole [--jobs 1]      # make bench-submission
 
 The submissions cycle through the solutions, the untouched release and every mutant of the chapter's catalogue, so
 the scores differ; both runs must produce exactly N gradebook rows with the same scores. Prints the wall time, the
@@ -23,10 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import grade  # noqa: E402
-import mutation  # noqa: E402
+from autograder import grade, mutation
 
 
 def make_drop(drop: Path, chapter: str, n: int) -> None:
@@ -89,7 +86,7 @@ def gradebook_rows(course: Path, chapter: str) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder.bench_grade", description=__doc__.split("\n")[0])
     parser.add_argument("--submissions", type=int, default=50)
     parser.add_argument("--chapter", default="02_embeddings")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])

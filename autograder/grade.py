@@ -1,8 +1,8 @@
 """`make grade`: grade a class with real nbgrader (generate, autograde, feedback), sealed and in parallel.
 
-    python autograder/grade.py --course DIR --submissions DROP [--assignment 04_masking ...] [--jobs N]
-    python autograder/grade.py --course DIR --submissions DROP --shard 2/4     # one shard of a class (a machine)
-    python autograder/grade.py --course DIR --merge SHARD_COURSE ...            # merge graded shards
+    python -m autograder.grade --course DIR --submissions DROP [--assignment 04_masking ...] [--jobs N]
+    python -m autograder.grade --course DIR --submissions DROP --shard 2/4     # one shard of a class (a machine)
+    python -m autograder.grade --course DIR --merge SHARD_COURSE ...            # merge graded shards
 
 DROP holds one entry per student: nbgrader's layout (DROP/<student>/<chapter>/<chapter>.ipynb), or a folder or a
 .zip with the student's notebooks anywhere inside (a notebook is matched to its chapter by name, or, when renamed,
@@ -37,11 +37,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minibert_course import chapters as registry
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
-from minibert_course import chapters as registry  # noqa: E402
-
 MAX_NOTEBOOK_BYTES = 200 * 2**20
 MAX_ZIP_BYTES = 1 * 2**30
 MAX_ZIP_FILES = 2000
@@ -546,7 +544,7 @@ def write_outputs(course: Path, report: Report, chapters: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder.grade", description=__doc__.split("\n")[0])
     parser.add_argument("--course", type=Path, required=True, help="course folder (created; outside the repo)")
     parser.add_argument("--submissions", type=Path, help="drop folder: <student>/ or <student>.zip")
     parser.add_argument("--assignment", action="append", help="chapters to grade (default: those submitted)")

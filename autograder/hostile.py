@@ -67,7 +67,7 @@ class Case:
 def answered(honest: bool, chapter: str = CHAPTER) -> nbformat.NotebookNode:
     """The released notebook, answered with the solutions (honest) or left with its stubs."""
     if honest:
-        from mutation import submission  # the same builder as the mutation catalogue's control
+        from autograder.mutation import submission  # the same builder as the mutation catalogue's control
 
         return submission(chapter, None)
     return nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)

@@ -1,6 +1,6 @@
 """The mutation catalogue: plausible wrong implementations of every graded exercise, graded for real.
 
-    python autograder/mutation.py [--chapter 04_masking ...] [--quick] [--jobs N] [--table docs/mutation.md]
+    python -m autograder.mutation [--chapter 04_masking ...] [--quick] [--jobs N] [--table docs/mutation.md]
 
 `autograder/mutants/<chapter>.py` lists, per chapter, wrong implementations (`MUTANTS`: exercise = the grade_id of
 a solution cell, a name, why it is wrong, and (old, new) edits of that cell). For each chapter this builds one
@@ -146,8 +146,7 @@ def run_quick(chapter: str, mutants: list[Mutant]) -> dict[str, Outcome]:
 
 
 def run_real(chapter: str, mutants: list[Mutant], work: Path, jobs: int) -> dict[str, Outcome]:
-    sys.path.insert(0, str(ROOT / "autograder"))
-    import grade
+    from autograder import grade
 
     subs = work / "submissions"
     shutil.rmtree(work, ignore_errors=True)
@@ -226,7 +225,7 @@ def verdict(chapter: str, mutants: list[Mutant], outcomes: dict[str, Outcome]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograder.mutation", description=__doc__.split("\n")[0])
     parser.add_argument("--chapter", action="append", help="chapters (default: all)")
     parser.add_argument("--quick", action="store_true", help="no nbgrader: the sealed grader on each submission")
     parser.add_argument("--jobs", type=int, default=1, help="parallel grading workers")

@@ -10,7 +10,7 @@ the student to run (`make pretrain`, `finetune-compare`, `bench`, `gpu-check`, `
 commands, on the student's package). A `.minibert-kit` marker tells the notebooks' export cells to write the
 student's code into the kit's own package.
 
-Usage: python autograder/student_kit.py KIT_DIR [--force]
+Usage: python -m autograder.student_kit KIT_DIR [--force]
 
 A kit folder that exists already holds a student's work (notebooks, exported code, their own files): it is never
 deleted. Without --force the build refuses; with --force the old kit is moved aside to KIT_DIR.old-N first.
@@ -22,11 +22,10 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+from minibert_course.certify import CHAPTERS, PACKAGE_TESTS
+from minibert_course.export import KIT_MARKER, PACKAGE, build_package
 
-from minibert_course.certify import CHAPTERS, PACKAGE_TESTS  # noqa: E402
-from minibert_course.export import KIT_MARKER, PACKAGE, build_package  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 GRADER_ONLY = ("sealed.py", "judge.py", "checker.py", "wire.py", "sanitize.py", "nbgrader_ext.py",
                "release.py")  # instructor tooling, not for the kit

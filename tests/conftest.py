@@ -65,8 +65,7 @@ CELL_TIMEOUT = 40  # the infinite-loop case costs one worker this long
 def _autograder(name: str):
     import importlib
 
-    sys.path.insert(0, str(ROOT / "autograder"))
-    return importlib.import_module(name)
+    return importlib.import_module(f"autograder.{name}")
 
 
 @dataclass

@@ -55,14 +55,15 @@ def test_shards_graded_apart_merge_into_one_gradebook(graded_class, tmp_path):
     parts = []
     for k in (1, 2):
         course = tmp_path / f"machine{k}"
-        subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "autograder" / "grade.py"), "--course",
+        subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "autograder.grade", "--course",
                         str(course), "--submissions", str(drop), "--assignment", "02_embeddings", "--shard",
-                        f"{k}/2"], check=True, capture_output=True, timeout=900)
+                        f"{k}/2"], check=True, capture_output=True, timeout=900, cwd=ROOT)
         parts.append(course)
     main = tmp_path / "main"
     grade.setup_course(main, ["02_embeddings"])
-    run = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "autograder" / "grade.py"), "--course",
-                          str(main), "--merge", *map(str, parts)], capture_output=True, text=True, timeout=300)
+    run = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "autograder.grade", "--course",
+                          str(main), "--merge", *map(str, parts)], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT)
     assert run.returncode == 0 and "merged 3 submissions" in run.stdout, run.stdout + run.stderr
     from nbgrader.api import Gradebook
 

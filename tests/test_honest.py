@@ -3,7 +3,7 @@ under the real nbgrader autograde, hidden tests included. Graded in the session'
 (conftest.graded_class, students `o<chapter[:2]>-<name>`); docs/honest.md is the table this run produces.
 
 That each variant IS correct is proven apart, by running the solution notebook with it in a plain Jupyter kernel:
-`python autograder/honest.py --check` (minutes; not part of this module)."""
+`python -m autograder.honest --check` (minutes; not part of this module)."""
 
 from __future__ import annotations
 

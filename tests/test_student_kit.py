@@ -221,9 +221,7 @@ def test_kit_readme_tells_the_student_what_to_do(kit):
 def export_into(kit: Path, plan: dict[str, str | None]) -> None:
     """Write the kit's package as a student who exported the chapters of `plan` would have it: each chapter answered
     with the solutions, or with the named mutant of the mutation catalogue; the other chapters keep their stubs."""
-    sys.path.insert(0, str(ROOT / "autograder"))
-    import mutation
-
+    from autograder import mutation
     from minibert_course.export import build_package
 
     answered = kit / "answered"
