@@ -87,9 +87,9 @@ def test_excluded_contexts_are_left_out(articles):
 # ---------------------------------------------------------------------------------------------- templates
 
 
-def test_split_sentences_tiles_the_paragraph():
+def test_sentence_offsets_tile_the_paragraph():
     text = "Dr. Smith met J. R. Tolkien in 1950. They talked (briefly). Then \"Yes!\" he said. It ended"
-    sentences = qg.split_sentences(text)
+    sentences = qg.sentence_offsets(text)
     assert [s for _, s in sentences] == ["Dr. Smith met J. R. Tolkien in 1950.", "They talked (briefly).",
                                          "Then \"Yes!\" he said.", "It ended"]
     assert all(text[offset: offset + len(s)] == s for offset, s in sentences)
