@@ -55,9 +55,22 @@ class BertLayer(nn.Module):
 
 
 class BertEncoder(nn.Module):
+    """The stack of L layers (key `encoder.layer.N`): each reads the previous one's output."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
         self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+    def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor | None = None, output_attentions: bool = False
+                ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], tuple[torch.Tensor | None, ...]]:
+        """(B, T, H) -> the last layer's (B, T, H); the L + 1 hidden states (the input, then each layer's); the L
+        attention probabilities (B, A, T, T), or None each without output_attentions."""
+        hidden, attentions = [hidden_states], []
+        for layer in self.layer:
+            hidden_states, probs = layer(hidden_states, mask, output_attentions)
+            hidden.append(hidden_states)
+            attentions.append(probs)
+        return hidden_states, tuple(hidden), tuple(attentions)
 
 
 class BertPooler(nn.Module):
@@ -128,16 +141,12 @@ class BertModel(PreTrainedMixin, nn.Module):
             check_input_ids(input_ids, self.config.vocab_size)  # on GPU the embedding lookup itself asserts
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, H)
         mask = None if attention_mask is None else padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
-        hidden, attentions = [x], []
-        for layer in self.encoder.layer:
-            x, probs = layer(x, mask, output_attentions)
-            hidden.append(x)
-            attentions.append(probs)
+        x, hidden, attentions = self.encoder(x, mask, output_attentions)  # (B, T, H)
         return BaseModelOutputWithPooling(
             last_hidden_state=x,
             pooler_output=self.pooler(x) if self.pooler is not None else None,
-            hidden_states=tuple(hidden) if output_hidden_states else None,
-            attentions=tuple(attentions) if output_attentions else None,
+            hidden_states=hidden if output_hidden_states else None,
+            attentions=attentions if output_attentions else None,
         )
 
 
