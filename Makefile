@@ -82,7 +82,7 @@ bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at ch
 	$(BIN)/python -m minibert.bench --device cpu --config tiny --seq 32 --batch-size 64 --vocab-size 4000
 
 gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped at step 150, resumed, vs uninterrupted
-	$(BIN)/python -m minibert.bench --gpu-check
+	$(BIN)/python -m minibert_course.gpu_check
 
 masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 35 min; run again: resumes)
 	$(BIN)/python -m minibert.variants --masking-rates --out runs/masking-rates

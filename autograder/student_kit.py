@@ -77,7 +77,7 @@ bench: $(STAMP)  ## chapter 09: training speed of your minibert vs transformers 
 \t$(BIN)/python -m minibert.bench --device cpu --config tiny --seq 32 --batch-size 64 --vocab-size 4000 $(ARGS)
 
 gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped, resumed, compared
-\t$(BIN)/python -m minibert.bench --gpu-check $(ARGS)
+\t$(BIN)/python -m minibert_course.gpu_check $(ARGS)
 
 masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 35 min; again: resumes)
 \t$(BIN)/python -m minibert.variants --masking-rates --out runs/masking-rates $(ARGS)

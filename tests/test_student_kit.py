@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 CHAPTER = "01_wordpiece"
 # the kit's targets beyond `make lab` and `make test` that the chapters name, and the module each one runs
 STUDY_TARGETS = {"pretrain": "minibert.pretrain", "finetune-compare": "minibert.finetune", "bench": "minibert.bench",
-                 "gpu-check": "minibert.bench", "masking-rates": "minibert.variants"}
+                 "gpu-check": "minibert_course.gpu_check", "masking-rates": "minibert.variants"}
 
 
 def package_digest() -> str:
@@ -279,13 +279,13 @@ def test_kit_runs_the_courses_recipes(kit, target, module):
         run = subprocess.run(["make", "-n", "-o", ".venv/.installed", target], cwd=folder, capture_output=True,
                              text=True, timeout=60, env={**os.environ, "ARGS": "--from-the-shell"})
         assert run.returncode == 0, run.stderr
-        recipes.append([line.split() for line in run.stdout.splitlines() if f"-m {module} " in line])
+        recipes.append([line.split() for line in run.stdout.splitlines() if f"-m {module} " in line + " "])
     assert len(recipes[0]) == 1, recipes[0]
     assert recipes[0][0][0] == ".venv/bin/python", recipes[0]
     assert recipes[0] == recipes[1], f"the kit's make {target} runs the same command as the repository's"
     run = subprocess.run(["make", "-n", "-o", ".venv/.installed", target, "ARGS=--seed 3"], cwd=kit,
                          capture_output=True, text=True, timeout=60)
-    assert [line.split() for line in run.stdout.splitlines() if f"-m {module} " in line] == [
+    assert [line.split() for line in run.stdout.splitlines() if f"-m {module} " in line + " "] == [
         recipes[1][0] + ["--seed", "3"]], run.stdout + run.stderr
     assert "runs/" in (kit / ".gitignore").read_text(encoding="utf-8").split()
 

@@ -126,7 +126,7 @@ def test_train_entry_reports_tokens_per_second_and_mfu(tmp_path):
 def test_gpu_check_needs_a_gpu_and_says_so(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is here: the check would run for minutes (run `make gpu-check`)")
-    proc = subprocess.run([sys.executable, "-m", "minibert.bench", "--gpu-check"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "minibert_course.gpu_check"], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert proc.returncode != 0 and "sees no GPU" in proc.stderr, proc.stderr[-2000:]
 
@@ -148,7 +148,7 @@ def test_gpu_check_steps_on_cpu_at_tiny_size(tmp_path):
     CPU the resumed curve is the uninterrupted one exactly. Step 50 is neither an evaluation nor a periodic
     checkpoint (every 20 steps): the stop writes its own checkpoint, and the resumed run evaluates at 60 as the
     uninterrupted one does."""
-    from minibert.bench import export_corpus, gpu_check
+    from minibert_course.gpu_check import export_corpus, gpu_check
 
     corpus = export_corpus(tmp_path / "wiki-txt")
     assert len(list(corpus.glob("*.txt"))) == 106
@@ -173,7 +173,7 @@ def test_gpu_check_steps_on_cpu_at_tiny_size(tmp_path):
 def test_gpu_check_that_stops_early_says_what_to_run_next(tmp_path, capsys):
     """A pretraining run that fails (here: a flag the CLI does not know) ends the check early: not passed, the
     figures so far in gpu_check.json, and the command to run next printed and logged."""
-    from minibert.bench import gpu_check
+    from minibert_course.gpu_check import gpu_check
 
     figures = gpu_check(tmp_path / "check", corpus="unused", steps=20, device="cpu", config="tiny", shapes=(),
                         pretrain_flags=("--no-such-flag",))
