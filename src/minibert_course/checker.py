@@ -138,11 +138,15 @@ class Connection:
         self._send(header, enc.blobs if enc is not None else [], deadline)
         return self._await(rid, deadline)
 
+    def _deadline(self, deadline: float | None) -> float:
+        """The request's own deadline, else the test's, else two minutes from now (set-up and housekeeping)."""
+        return deadline or self.deadline or time.monotonic() + 120
+
     def _send(self, header: dict, blobs: list, deadline: float | None = None) -> None:
         """Write one request; a worker that ended, or stopped reading until the deadline, is lost (a test's copy
         only fails its test)."""
         try:
-            self.outbox.send(header, blobs, deadline or self.deadline or time.monotonic() + 120)
+            self.outbox.send(header, blobs, self._deadline(deadline))
         except TimeoutError:
             if self.copy:
                 self._copy_lost("the student's code stopped the grader's requests from reaching it")
@@ -161,7 +165,7 @@ class Connection:
                 raise WorkerLost("the grading worker stopped reading the grader's requests") from None
 
     def _await(self, rid: int, deadline: float | None):
-        deadline = deadline or self.deadline or time.monotonic() + 120
+        deadline = self._deadline(deadline)
         while True:
             got = self._next(deadline)
             if got is None:
