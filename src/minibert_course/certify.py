@@ -53,7 +53,7 @@ CHAPTERS = (
             ("test_model.py", "test_checkpoints.py", "test_equivalence.py")),
     Chapter("04", "masking", ("masking",), ("test_masking.py",)),
     Chapter("05", "data", ("data",), ("test_data.py",)),
-    Chapter("06", "pretraining", ("heads", "pretrain"), ("test_heads.py", "test_pretrain.py")),
+    Chapter("06", "pretraining", ("heads", "training", "pretrain"), ("test_heads.py", "test_pretrain.py")),
     Chapter("07", "task_heads", ("tasks",), ("test_tasks.py",)),
     Chapter("08", "finetuning", ("metrics", "task_data", "qa_generation", "finetune"),
             ("test_metrics.py", "test_task_data.py", "test_qa_generation.py", "test_finetune.py")),

@@ -38,7 +38,7 @@ CHAPTERS = (
             "02"),
     Chapter("04", "04_masking", "The MLM sampler", "`minibert.masking`", "01"),
     Chapter("05", "05_data", "NSP and pretraining data", "`minibert.data`", "01, 04"),
-    Chapter("06", "06_pretraining", "Pretraining heads and loss", "`minibert.heads`, `minibert.pretrain`", "03-05"),
+    Chapter("06", "06_pretraining", "Pretraining heads and loss", "`minibert.heads`, `training`, `pretrain`", "03-05"),
     Chapter("07", "07_task_heads", "Task heads", "`minibert.tasks`", "03, 06"),
     Chapter("08", "08_finetuning", "Fine-tuning on real data", "`minibert.metrics`, `task_data`, `qa_generation`, "
             "`finetune`", "06, 07"),
