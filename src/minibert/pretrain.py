@@ -12,6 +12,8 @@ checkpoint is written. A checkpoint written in the middle of a step would hold o
 that sends SIGTERM would race the run.
 Why the schedule is fitted to the run: linear decay must reach zero when the run ends, whether it is given steps or
 minutes; a run that is extended decays on from the learning rate it had reached, it never warms up again.
+Why the loop reads top to bottom: what it changes as it goes (the step, the schedule, the history, what the checkpoint
+on disk holds) is one object, `_Run`, whose methods are the things a step does; `train` is the loop itself.
 """
 
 from __future__ import annotations
@@ -219,6 +221,227 @@ def seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[
     return per_step + (time.perf_counter() - start) / cfg.eval_every
 
 
+def _initial_model(cfg: PretrainConfig, out: Path, tokenizer: BertTokenizer,
+                   rank: int, processes: int) -> tuple[BertForPreTraining, dict | None]:
+    """The model a run starts from, and the trainer state it resumes (None for a new run): the run folder's
+    checkpoint, or weights drawn from the seed, the same in every process, each of which then draws dropout from
+    a stream of its own."""
+    torch.manual_seed(cfg.seed)
+    model = BertForPreTraining(cfg.model_config(len(tokenizer)))
+    checkpoint, state = latest_checkpoint(out), None
+    if checkpoint is not None:
+        model = BertForPreTraining.from_pretrained(checkpoint)
+        state = load_trainer_state(checkpoint)
+    elif processes > 1:  # the same first weights everywhere, then a dropout stream of each process's own
+        torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1))
+    if cfg.max_seq_length > model.config.max_position_embeddings:
+        raise ValueError(f"--seq-len {cfg.max_seq_length} but the model learned {model.config.max_position_embeddings}"
+                         " positions: start the run with --max-positions at least the longest phase's --seq-len")
+    return model, state
+
+
+def _eval_batches(cfg: PretrainConfig, tokenizer: BertTokenizer, eval_set: list[NSPInstance],
+                  device: torch.device) -> list[dict[str, torch.Tensor]]:
+    """The fixed evaluation batches: held-out pairs, masked once, with masks of their own seed."""
+    collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7),
+                                  whole_word_mask=cfg.whole_word_mask)
+    count = min(cfg.eval_batches, max(1, len(eval_set) // cfg.batch_size))
+    return [{k: v.to(device) for k, v in collate(eval_set[i * cfg.batch_size:(i + 1) * cfg.batch_size]).items()}
+            for i in range(count)]
+
+
+@dataclass
+class _Run:
+    """What the loop of `train` reads and moves on, in one place: the model and its optimizer, the data, and where
+    the run is (step, tokens, history, schedule, what the checkpoint on disk holds). Its methods are what a step
+    does: make the step's batch, update, evaluate into the history, write the checkpoint, decide on another step."""
+
+    cfg: PretrainConfig
+    out: Path
+    device: torch.device
+    rank: int
+    processes: int
+    tokenizer: BertTokenizer
+    train_set: list[NSPInstance]
+    eval_batches: list[dict[str, torch.Tensor]]
+    model: BertForPreTraining
+    trained: torch.nn.Module  # what the steps call: DDP around the model (several processes), compiled (--compile)
+    optimizer: torch.optim.Optimizer
+    step: int = 0
+    history: list[dict] = field(default_factory=list)
+    elapsed: float = 0.0  # training seconds of the sessions before this one
+    schedule: Schedule | None = None
+    tokens: int = 0  # positions trained on, padding included
+    saved: tuple[int, int] | None = None  # (step, history length) of the checkpoint on disk
+    start: float = 0.0  # time.perf_counter() at step 0 (this session's start, less `elapsed`)
+    updating: bool = False  # set when optimizer.step() begins: from then on the step in flight cannot be undone
+    stopped_by: str | None = None  # what asked for the stop, when it was not a signal: "--stop-after-step N"
+    sampler: EpochSampler = field(init=False)
+    collator: PretrainingCollator = field(init=False)  # the training batches' (the masks: seeded by the step)
+
+    def __post_init__(self) -> None:
+        self.sampler = EpochSampler(len(self.train_set), self.cfg.batch_size, self.cfg.seed)
+        self.collator = PretrainingCollator(self.tokenizer, whole_word_mask=self.cfg.whole_word_mask)
+        self.optimizer.register_step_pre_hook(self._update_begins)
+
+    def _update_begins(self, *_) -> None:
+        self.updating = True
+
+    @property
+    def lead(self) -> bool:
+        """The process that writes files and prints."""
+        return self.rank == 0
+
+    @property
+    def limit(self) -> float:
+        """The training seconds the run is given (--minutes), or infinity."""
+        return self.cfg.max_minutes * 60 if self.cfg.max_minutes else math.inf
+
+    def seconds_left(self) -> float:
+        return self.limit - (time.perf_counter() - self.start)
+
+    def batch(self, step: int) -> dict[str, torch.Tensor]:
+        """This process's rows of the step's batch: every process collates the whole batch (the same pairs, the same
+        masks) and keeps its share, so N processes see what one process would see."""
+        self.collator.generator = torch.Generator().manual_seed(self.cfg.seed * 7919 + step)  # the masks of this step
+        batch = self.collator([self.train_set[i] for i in self.sampler.indices(step)])
+        rows = len(batch["input_ids"])
+        mine = slice(self.rank * rows // self.processes, (self.rank + 1) * rows // self.processes)
+        return {key: value[mine].to(self.device, non_blocking=True) for key, value in batch.items()}
+
+    def fit_schedule(self) -> str:
+        """Fit the schedule to where the run ends (a new one, or the checkpoint's refitted); returns how the end was
+        chosen. A time-limited run ends after as many steps as the measured speed allows in the time left (and is
+        refitted as it runs, see `train`)."""
+        cfg = self.cfg
+        if cfg.max_minutes is None:
+            total, how = cfg.max_steps, "max_steps"
+        else:
+            per_step = seconds_per_step(self.model, cfg, lambda s: self.batch(self.step + s), self.eval_batches)
+            total = steps_in_time(self.step, self.limit - self.elapsed, per_step, cfg.max_steps)
+            how = f"{cfg.max_minutes:g} min at {per_step:.3f} s/step (measured), re-fitted to the speed as it runs"
+        self.schedule = (Schedule.new(total, cfg.warmup_steps) if self.schedule is None
+                         else self.schedule.refit(self.step, total))
+        return how
+
+    def resume_random_state(self, state: dict) -> None:
+        """Dropout continues with the random stream it would have had (each process's own, when the number of
+        processes is the one the checkpoint was written with)."""
+        streams = state.get("rng_per_rank", [state])
+        if len(streams) == self.processes:
+            torch.set_rng_state(streams[self.rank]["torch_rng"])
+            if "cuda_rng" in streams[self.rank] and self.device.type == "cuda":
+                torch.cuda.set_rng_state(streams[self.rank]["cuda_rng"], self.device)
+        else:
+            torch.manual_seed(self.cfg.seed + 1_000_003 * (self.rank + 1) + self.step)
+            if self.lead:
+                print(f"resumed with {self.processes} processes, saved with {len(streams)}: the data continues as it "
+                      "would have, dropout with new random streams")
+
+    def keep_going(self, stop: StopSignals) -> bool:
+        """Another step? Not if a signal came, the time is up or the schedule ends. Processes decide together: a
+        signal to one of them stops them all after the same step."""
+        signalled, time_up = all_reduce([float(stop.received is not None),
+                                         float(time.perf_counter() - self.start >= self.limit)], dist.ReduceOp.MAX)
+        if signalled and stop.received is None:
+            stop.received = signal.SIGTERM  # another process was told to stop
+        return not signalled and not time_up and self.step < self.schedule.total
+
+    def update(self, batch: dict[str, torch.Tensor]) -> tuple[float, float]:
+        """Step `step + 1`'s update (`train_step` at the schedule's rate): the batch's loss and the gradient norm.
+        A KeyboardInterrupt raised by code inside it (not by StopSignals' handler: e.g. training in another thread)
+        before optimizer.step() began leaves the weights of step `step`: their checkpoint is written first."""
+        cfg = self.cfg
+        rng, self.updating = torch.get_rng_state(), False
+        try:
+            return train_step(self.trained, self.optimizer, batch, cfg.learning_rate * self.schedule.factor(self.step),
+                              cfg.max_grad_norm, micro_batches=cfg.gradient_accumulation_steps,
+                              precision=cfg.precision, targets_only=True)
+        except KeyboardInterrupt:
+            if self.updating or self.processes > 1:
+                print(f"interrupted inside the update of step {self.step + 1}: the checkpoint on disk is kept")
+                raise
+            torch.set_rng_state(rng)  # forward or backward only: the weights are those of step `step`
+            self.checkpoint()
+            print(f"interrupted during step {self.step + 1}: checkpoint of step {self.step} saved in "
+                  f"{self.out / 'checkpoint'}")
+            raise
+
+    def record(self, loss: float, grad_norm: float) -> None:
+        """The figures after step `step` into the history: the last training loss and gradient norm, the rate of the
+        last step, and the evaluation."""
+        self.history.append({"step": self.step, "tokens": self.tokens, "train_loss": loss, "grad_norm": grad_norm,
+                             "lr": self.cfg.learning_rate * self.schedule.factor(self.step - 1),
+                             "seconds": time.perf_counter() - self.start,
+                             **evaluate(self.model, self.eval_batches, self.cfg.precision)})
+
+    def checkpoint(self) -> None:
+        """Write the checkpoint of step `step`, unless the one on disk holds it already. Every process takes part:
+        each one's random state goes into it, and none runs ahead of a checkpoint that is not on disk yet."""
+        if self.saved == (self.step, len(self.history)):
+            return
+        streams = [{"torch_rng": torch.get_rng_state(),
+                    **({"cuda_rng": torch.cuda.get_rng_state(self.device)} if self.device.type == "cuda" else {})}]
+        if self.processes > 1:  # each process's random state, so that each one's dropout resumes where it was
+            mine, streams = streams[0], [None] * self.processes
+            dist.all_gather_object(streams, mine)
+        if self.lead:
+            save_checkpoint(self.out / "checkpoint", self.model, self.optimizer, self.tokenizer,
+                            {"step": self.step, "history": self.history, "elapsed": time.perf_counter() - self.start,
+                             "schedule": asdict(self.schedule), "tokens": self.tokens, **streams[0],
+                             **({"rng_per_rank": streams} if self.processes > 1 else {})})
+        if self.processes > 1:
+            dist.barrier()
+        self.saved = (self.step, len(self.history))
+
+    def result(self) -> dict:
+        return {"step": self.step, "seconds": time.perf_counter() - self.start, "train_pairs": len(self.train_set),
+                "final": self.history[-1], "history": self.history, "checkpoint": str(self.out / "checkpoint"),
+                "schedule": asdict(self.schedule),
+                "final_lr": self.cfg.learning_rate * self.schedule.factor(self.step - 1), "device": str(self.device),
+                "processes": self.processes}
+
+
+def _begin(cfg: PretrainConfig) -> tuple[_Run, dict | None]:
+    """Everything before the schedule: the process (device, process group), the data, the model and its optimizer,
+    from the run folder's checkpoint when there is one. Returns the run and the trainer state it resumes (or None)."""
+    if cfg.max_steps is None and cfg.max_minutes is None:
+        raise ValueError("give max_steps or max_minutes (or both): the schedule must know where the run ends")
+    if cfg.stop_after_step is not None and cfg.stop_after_step < 1:
+        raise ValueError(f"--stop-after-step {cfg.stop_after_step}: give a step count of at least 1")
+    out = Path(cfg.out_dir)
+    device = start_process(cfg.device)
+    rank, processes = world()
+    if cfg.batch_size < processes * cfg.gradient_accumulation_steps:
+        raise ValueError(f"a batch of {cfg.batch_size} cannot be split into {processes} processes x "
+                         f"{cfg.gradient_accumulation_steps} micro-batches: give a larger --batch-size")
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "pretrain_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
+    else:
+        dist.barrier()  # the first process trains and writes vocab.txt; the others read it
+    tokenizer, train_set, eval_set = prepare(cfg, out)
+    if rank == 0 and processes > 1:
+        dist.barrier()
+    model, state = _initial_model(cfg, out, tokenizer, rank, processes)
+    model.to(device).train()
+    optimizer = make_optimizer(model, cfg.learning_rate, cfg.weight_decay)
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    trained = model
+    if processes > 1:
+        trained = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    if cfg.compile:
+        trained = torch.compile(trained)
+    run = _Run(cfg, out, device, rank, processes, tokenizer, train_set, _eval_batches(cfg, tokenizer, eval_set, device),
+               model, trained, optimizer)
+    if state is not None:
+        run.step, run.history, run.elapsed = state["step"], state["history"], state["elapsed"]
+        run.schedule = Schedule(**state["schedule"]) if "schedule" in state else None
+        run.tokens, run.saved = state.get("tokens", 0), (run.step, len(run.history))
+    return run, state
+
+
 def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     """Pretrain (or resume) and return the final evaluation figures, the history, the schedule and the timing.
 
@@ -229,188 +452,53 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     """
     from tqdm.auto import tqdm
 
-    if cfg.max_steps is None and cfg.max_minutes is None:
-        raise ValueError("give max_steps or max_minutes (or both): the schedule must know where the run ends")
-    if cfg.stop_after_step is not None and cfg.stop_after_step < 1:
-        raise ValueError(f"--stop-after-step {cfg.stop_after_step}: give a step count of at least 1")
-    out = Path(cfg.out_dir)
-    device = start_process(cfg.device)
-    rank, processes = world()
-    lead = rank == 0  # the process that writes files and prints
-    if cfg.batch_size < processes * cfg.gradient_accumulation_steps:
-        raise ValueError(f"a batch of {cfg.batch_size} cannot be split into {processes} processes x "
-                         f"{cfg.gradient_accumulation_steps} micro-batches: give a larger --batch-size")
-    if lead:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "pretrain_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
-    if not lead:
-        dist.barrier()  # the first process trains and writes vocab.txt; the others read it
-    tokenizer, train_set, eval_set = prepare(cfg, out)
-    if lead and processes > 1:
-        dist.barrier()
-    torch.manual_seed(cfg.seed)
-    model = BertForPreTraining(cfg.model_config(len(tokenizer)))
-    step, history, elapsed, schedule, tokens = 0, [], 0.0, None, 0  # tokens: positions trained on, padding included
-    checkpoint = latest_checkpoint(out)
-    if checkpoint is not None:
-        model = BertForPreTraining.from_pretrained(checkpoint)
-        state = load_trainer_state(checkpoint)
-        step, history, elapsed = state["step"], state["history"], state["elapsed"]
-        schedule = Schedule(**state["schedule"]) if "schedule" in state else None
-        tokens = state.get("tokens", 0)
-    elif processes > 1:  # the same first weights everywhere, then a dropout stream of each process's own
-        torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1))
-    if cfg.max_seq_length > model.config.max_position_embeddings:
-        raise ValueError(f"--seq-len {cfg.max_seq_length} but the model learned {model.config.max_position_embeddings}"
-                         " positions: start the run with --max-positions at least the longest phase's --seq-len")
-    model.to(device).train()
-    optimizer = make_optimizer(model, cfg.learning_rate, cfg.weight_decay)
-    if checkpoint is not None:
-        optimizer.load_state_dict(state["optimizer"])
-    trained = model  # what the steps call: DDP around the model (several processes), compiled (--compile)
-    if processes > 1:
-        trained = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    if cfg.compile:
-        trained = torch.compile(trained)
-    sampler = EpochSampler(len(train_set), cfg.batch_size, cfg.seed)
-    collator = PretrainingCollator(tokenizer, whole_word_mask=cfg.whole_word_mask)
-
-    def batch_for(step: int) -> dict[str, torch.Tensor]:
-        """This process's rows of the step's batch: every process collates the whole batch (the same pairs, the same
-        masks) and keeps its share, so N processes see what one process would see."""
-        collator.generator = torch.Generator().manual_seed(cfg.seed * 7919 + step)  # the masks of this step
-        batch = collator([train_set[i] for i in sampler.indices(step)])
-        rows = len(batch["input_ids"])
-        mine = slice(rank * rows // processes, (rank + 1) * rows // processes)
-        return {key: value[mine].to(device, non_blocking=True) for key, value in batch.items()}
-
-    eval_collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7),
-                                       whole_word_mask=cfg.whole_word_mask)
-    eval_batches = [{k: v.to(device) for k, v in eval_collate(eval_set[i * cfg.batch_size:(i + 1) * cfg.batch_size])
-                     .items()} for i in range(min(cfg.eval_batches, max(1, len(eval_set) // cfg.batch_size)))]
-
-    limit = cfg.max_minutes * 60 if cfg.max_minutes else math.inf
-    if cfg.max_minutes is None:
-        total, how = cfg.max_steps, "max_steps"
-    else:  # time-limited: as many steps as the measured speed allows in the time left (re-fitted at each eval)
-        per_step = seconds_per_step(model, cfg, lambda s: batch_for(step + s), eval_batches)
-        total = steps_in_time(step, limit - elapsed, per_step, cfg.max_steps)
-        how = f"{cfg.max_minutes:g} min at {per_step:.3f} s/step (measured), re-fitted to the speed as it runs"
-    if schedule is None:
-        schedule = Schedule.new(total, cfg.warmup_steps)
-    elif total != schedule.total:
-        schedule = schedule.refit(step, total)
-    if lead:
-        print(f"schedule: peak LR {cfg.learning_rate:g}, warm-up {schedule.warmup} steps, linear decay to 0 at step "
-              f"{schedule.total} ({how}); starting at step {step}, LR {cfg.learning_rate * schedule.factor(step):.3g}"
-              + (f"; {processes} processes" if processes > 1 else ""))
-    if checkpoint is not None:  # dropout continues with the random stream it would have had
-        streams = state.get("rng_per_rank", [state])
-        if len(streams) == processes:
-            torch.set_rng_state(streams[rank]["torch_rng"])
-            if "cuda_rng" in streams[rank] and device.type == "cuda":
-                torch.cuda.set_rng_state(streams[rank]["cuda_rng"], device)
-        else:
-            torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1) + step)
-            if lead:
-                print(f"resumed with {processes} processes, saved with {len(streams)}: the data continues as it "
-                      "would have, dropout with new random streams")
-    start = time.perf_counter() - elapsed
+    run, state = _begin(cfg)  # the process, the data, the model and the optimizer (from the checkpoint, if any)
+    how = run.fit_schedule()
+    if run.lead:
+        print(f"schedule: peak LR {cfg.learning_rate:g}, warm-up {run.schedule.warmup} steps, linear decay to 0 at "
+              f"step {run.schedule.total} ({how}); starting at step {run.step}, LR "
+              f"{cfg.learning_rate * run.schedule.factor(run.step):.3g}"
+              + (f"; {run.processes} processes" if run.processes > 1 else ""))
+    if state is not None:
+        run.resume_random_state(state)
+    run.start = time.perf_counter() - run.elapsed
     recent = collections.deque([time.perf_counter()], maxlen=cfg.eval_every + 1)  # when the last steps ended
-    bar = tqdm(total=schedule.total, initial=step, disable=not progress or not lead, desc="pretraining")
-    saved = (step, len(history)) if checkpoint is not None else None  # what the checkpoint on disk holds
-    loss_value, grad_norm = float("nan"), float("nan")
-    stopped_by = None  # what asked for the stop, when it was not a signal: "--stop-after-step N"
-
-    def record() -> None:
-        history.append({"step": step, "tokens": tokens, "train_loss": loss_value, "grad_norm": grad_norm,
-                        "lr": cfg.learning_rate * schedule.factor(step - 1), "seconds": time.perf_counter() - start,
-                        **evaluate(model, eval_batches, cfg.precision)})
-
-    def checkpoint_now() -> None:
-        nonlocal saved
-        if saved != (step, len(history)):
-            streams = [{"torch_rng": torch.get_rng_state(),
-                        **({"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {})}]
-            if processes > 1:  # each process's random state, so that each one's dropout resumes where it was
-                mine, streams = streams[0], [None] * processes
-                dist.all_gather_object(streams, mine)
-            if lead:
-                save_checkpoint(out / "checkpoint", model, optimizer, tokenizer,
-                                {"step": step, "history": history, "elapsed": time.perf_counter() - start,
-                                 "schedule": asdict(schedule), "tokens": tokens, **streams[0],
-                                 **({"rng_per_rank": streams} if processes > 1 else {})})
-            if processes > 1:
-                dist.barrier()  # no process runs ahead of a checkpoint that is not on disk yet
-            saved = (step, len(history))
-
-    updating = False  # set when optimizer.step() begins: from then on the step in flight cannot be undone
-
-    def update_begins(*_) -> None:
-        nonlocal updating
-        updating = True
-
-    optimizer.register_step_pre_hook(update_begins)
-    if cfg.eval_at_start and step == 0 and not history:  # a fresh run: the figures of the untrained model
-        record()
-    def keep_going(stop: StopSignals) -> bool:
-        """Another step? Not if a signal came, the time is up or the schedule ends. Processes decide together: a
-        signal to one of them stops them all after the same step."""
-        signalled, time_up = all_reduce([float(stop.received is not None),
-                                          float(time.perf_counter() - start >= limit)], dist.ReduceOp.MAX)
-        if signalled and stop.received is None:
-            stop.received = signal.SIGTERM  # another process was told to stop
-        return not signalled and not time_up and step < schedule.total
-
+    bar = tqdm(total=run.schedule.total, initial=run.step, disable=not progress or not run.lead, desc="pretraining")
+    loss, grad_norm = float("nan"), float("nan")
+    if cfg.eval_at_start and run.step == 0 and not run.history:  # a fresh run: the figures of the untrained model
+        run.record(loss, grad_norm)
     with StopSignals() as stop:
-        while keep_going(stop):
-            rng, updating = torch.get_rng_state(), False
-            batch = batch_for(step)
-            try:
-                loss_value, grad_norm = train_step(trained, optimizer, batch,
-                                                   cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm,
-                                                   micro_batches=cfg.gradient_accumulation_steps,
-                                                   precision=cfg.precision, targets_only=True)
-            except KeyboardInterrupt:  # raised by code, not by our handler (e.g. training in another thread)
-                if updating or processes > 1:
-                    print(f"interrupted inside the update of step {step + 1}: the checkpoint on disk is kept")
-                    raise
-                torch.set_rng_state(rng)  # forward or backward only: the weights are those of step `step`
-                checkpoint_now()
-                print(f"interrupted during step {step + 1}: checkpoint of step {step} saved in {out / 'checkpoint'}")
-                raise
-            step += 1
-            if step == cfg.stop_after_step and stop.received is None:  # as if SIGTERM had come during this step
-                stop.received, stopped_by = signal.SIGTERM, f"--stop-after-step {step}"
-            tokens += cfg.batch_size * batch["input_ids"].shape[1]  # the whole batch's rows, all processes
+        while run.keep_going(stop):
+            batch = run.batch(run.step)
+            loss, grad_norm = run.update(batch)
+            run.step += 1
+            if run.step == cfg.stop_after_step and stop.received is None:  # as if SIGTERM had come during this step
+                stop.received, run.stopped_by = signal.SIGTERM, f"--stop-after-step {run.step}"
+            run.tokens += cfg.batch_size * batch["input_ids"].shape[1]  # the whole batch's rows, all processes
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_value:.3f}")
-            if step % cfg.eval_every == 0:
-                record()
+            bar.set_postfix(loss=f"{loss:.3f}")
+            if run.step % cfg.eval_every == 0:
+                run.record(loss, grad_norm)
             recent.append(time.perf_counter())
-            if cfg.max_minutes is not None and step < schedule.total:  # re-fit the end to the measured speed
+            if cfg.max_minutes is not None and run.step < run.schedule.total:  # re-fit the end to the measured speed
                 rate = (recent[-1] - recent[0]) / (len(recent) - 1)  # over the last eval_every steps, eval included
-                fitted = steps_in_time(step, limit - (time.perf_counter() - start), rate, cfg.max_steps)
-                if fitted != schedule.total:
-                    schedule = schedule.refit(step, fitted)
-                    bar.total = schedule.total
-            if step % cfg.checkpoint_every == 0:
-                checkpoint_now()
+                run.schedule = run.schedule.refit(run.step, steps_in_time(run.step, run.seconds_left(), rate,
+                                                                          cfg.max_steps))
+                bar.total = run.schedule.total
+            if run.step % cfg.checkpoint_every == 0:
+                run.checkpoint()
         bar.close()
-        if not stop.received and (not history or history[-1]["step"] != step):
-            record()  # the final figures (a stopped run keeps the history an uninterrupted run would have)
-        checkpoint_now()
+        if not stop.received and (not run.history or run.history[-1]["step"] != run.step):
+            run.record(loss, grad_norm)  # the final figures (a stopped run keeps the history an uninterrupted run has)
+        run.checkpoint()
     if stop.received:
-        name = stopped_by or signal.Signals(stop.received).name
-        if lead:
-            print(f"{name}: stopped after step {step}; checkpoint saved in {out / 'checkpoint'}; run again to resume")
+        if run.lead:
+            print(f"{run.stopped_by or signal.Signals(stop.received).name}: stopped after step {run.step}; checkpoint "
+                  f"saved in {run.out / 'checkpoint'}; run again to resume")
         if stop.received == signal.SIGINT:
             raise KeyboardInterrupt
         raise SystemExit(128 + stop.received)
-    return {"step": step, "seconds": time.perf_counter() - start, "train_pairs": len(train_set),
-            "final": history[-1], "history": history, "checkpoint": str(out / "checkpoint"),
-            "schedule": asdict(schedule), "final_lr": cfg.learning_rate * schedule.factor(step - 1),
-            "device": str(device), "processes": processes}
+    return run.result()
 
 
 def plot_history(history: list[dict]):
