@@ -94,9 +94,9 @@ def test_gradient_accumulation_equals_one_batch_k_times_larger(one_process, tmp_
 def test_naive_accumulation_would_differ(one_process, tmp_path, monkeypatch):
     """The same run with each micro-batch's mean weighted 1/k (what `loss / k` gives) moves the weights elsewhere:
     the equivalence above is not one that any accumulation would pass."""
-    import minibert.pretrain as pretrain
+    import minibert.training as training  # where train_step looks the counts up
 
-    monkeypatch.setattr(pretrain, "loss_counts", lambda batch: [1, 1] if "next_sentence_label" in batch else [1])
+    monkeypatch.setattr(training, "loss_counts", lambda batch: [1, 1] if "next_sentence_label" in batch else [1])
     out = tmp_path / "naive"
     out.mkdir()
     (out / "vocab.txt").write_bytes((one_process / "vocab.txt").read_bytes())

@@ -25,9 +25,9 @@ import torch
 from minibert.config import BertConfig
 from minibert.data import NSPInstance, PretrainingCollator
 from minibert.heads import BertForPreTraining
-from minibert.pretrain import autocast
 from minibert.tokenization import SPECIAL_TOKENS
 from minibert.train import flops_per_token, mfu, peak_flops
+from minibert.training import autocast
 
 CONFIGS = {"tiny": BertConfig.tiny, "small": BertConfig.small, "base": BertConfig.base}  # the presets, by name
 

@@ -2,10 +2,10 @@
 """Fine-tuning: one loop for the three task heads of chapter 07, on real data, from three starting points (chapter 08).
 
 Why one loop: the three tasks differ only in their examples, their head and their metric, so a task is three small
-functions (`Task`: featurize, collate, evaluate) and the loop is the pretraining loop's pieces from chapter 06:
-AdamW without decay on biases and LayerNorm (`make_optimizer`), warm-up and linear decay (`Schedule`), batches that are
-a function of (seed, step) (`EpochSampler`), `train_step`, Ctrl+C that stops between steps (`StopSignals`) and
-checkpoints written atomically (`save_checkpoint`), so a run resumes bit for bit where it stopped.
+functions (`Task`: featurize, collate, evaluate) and the loop is made of the parts every loop uses (`minibert.training`,
+chapter 06): AdamW without decay on biases and LayerNorm (`make_optimizer`), warm-up and linear decay (`Schedule`),
+batches that are a function of (seed, step) (`EpochSampler`), `train_step`, Ctrl+C that stops between steps
+(`StopSignals`) and checkpoints written atomically (`save_checkpoint`), so a run resumes bit for bit where it stopped.
 Why three starting points: `scratch` (random weights), a checkpoint folder (ours from chapter 06,
 `runs/tiny/checkpoint`) and `minilm` (real weights) isolate what pretraining buys: the same data, the same loop, only
 the first weights differ.
@@ -32,18 +32,6 @@ from torch import nn
 from minibert.config import BertConfig
 from minibert.masking import IGNORE_INDEX
 from minibert.metrics import accuracy, entity_f1, squad_scores
-from minibert.pretrain import (
-    EpochSampler,
-    Schedule,
-    StopSignals,
-    _add_fields,
-    _arg,
-    latest_checkpoint,
-    load_trainer_state,
-    make_optimizer,
-    save_checkpoint,
-    train_step,
-)
 from minibert.task_data import WNUT_LABELS, load_qa, load_rotten_tomatoes, load_wnut16
 from minibert.tasks import (
     BertForQuestionAnswering,
@@ -55,6 +43,18 @@ from minibert.tasks import (
     prepare_qa_features,
 )
 from minibert.tokenization import CLS, SEP, BertTokenizer, pretrained_dir
+from minibert.training import (
+    EpochSampler,
+    Schedule,
+    StopSignals,
+    _add_fields,
+    _arg,
+    latest_checkpoint,
+    load_trainer_state,
+    make_optimizer,
+    save_checkpoint,
+    train_step,
+)
 
 
 @dataclass

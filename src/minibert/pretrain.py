@@ -1,6 +1,7 @@
 # Generated from notebook 06_pretraining.ipynb by minibert_course.export: edit the notebook, not this file.
-"""Pretraining a tiny BERT on CPU: data, loop, schedule, evaluation, checkpoints that resume, fill-mask, CLI
-(chapter 06; chapter 09 runs the same loop at Base size on a GPU).
+"""Pretraining a tiny BERT on CPU: data, the loop, evaluation, fill-mask, CLI (chapter 06; chapter 09 runs the same
+loop at Base size on a GPU). The loop is built from `minibert.training`'s parts (the sampler, the schedule, the
+update, the stop signals, the checkpoints); this module holds what is pretraining's own.
 
 Why everything is seeded by the step number: the batch order, the dynamic MLM masks and the evaluation masks are
 functions of (seed, step), and the checkpoint keeps the random state of dropout, so a run interrupted at step k and
@@ -11,23 +12,22 @@ checkpoint is written. A checkpoint written in the middle of a step would hold o
 that sends SIGTERM would race the run.
 Why the schedule is fitted to the run: linear decay must reach zero when the run ends, whether it is given steps or
 minutes; a run that is extended decays on from the learning rate it had reached, it never warms up again.
+Why the loop reads top to bottom: what it changes as it goes (the step, the schedule, the history, what the checkpoint
+on disk holds) is one object, `_Run`, whose methods are the things a step does; `train` is the loop itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import copy
 import json
 import math
 import os
-import shutil
 import signal
 import sys
-import threading
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -37,13 +37,29 @@ from torch.nn.parallel import DistributedDataParallel
 from minibert.config import BertConfig
 from minibert.data import NSPInstance, PretrainingCollator, create_nsp_instances, load_documents
 from minibert.heads import BertForPreTraining, masked_token_accuracy
-from minibert.masking import IGNORE_INDEX
 from minibert.tokenization import SPECIAL_TOKENS, UNK, BertTokenizer, in_stable_order, save_vocab
 
-
-def _arg(help: str, flag: str | None = None) -> dict:
-    """Field metadata: the command-line flag (default: --field-name) and its help. The CLI is built from these."""
-    return {"help": help, "flag": flag}
+# The loop's parts. Looked up here, in this module, when `train` runs (so a test that replaces
+# `pretrain.train_step` or `pretrain.save_checkpoint` replaces what the loop calls); the names that the loop does not
+# use itself are kept importable from here, where they were defined before `minibert.training` existed.
+from minibert.training import (
+    EpochSampler,
+    Schedule,
+    StopSignals,
+    _add_fields,
+    _arg,
+    all_reduce,
+    autocast,
+    latest_checkpoint,
+    load_trainer_state,
+    make_optimizer,
+    save_checkpoint,
+    start_process,
+    steps_in_time,
+    train_step,
+    world,
+)
+from minibert.training import loss_counts as loss_counts
 
 
 @dataclass
@@ -161,73 +177,6 @@ def prepare(cfg: PretrainConfig, out: Path) -> tuple[BertTokenizer, list[NSPInst
     return tokenizer, train, evaluation
 
 
-class EpochSampler:
-    """Which pairs make the batch of step `step`: epoch e visits every pair once, in an order drawn once per epoch
-    from (seed, e). A function of (seed, step) only, so a resumed run gets the batches it would have had."""
-
-    def __init__(self, num_instances: int, batch_size: int, seed: int):
-        if num_instances == 0:
-            raise ValueError("no training pairs: the corpus is too small for the sequence length")
-        self.num_instances, self.batch_size, self.seed = num_instances, batch_size, seed
-        self.steps_per_epoch = max(1, num_instances // batch_size)  # the last partial batch waits for next epoch
-        self.permutations = 0  # how many epoch orders were drawn (one per epoch visited)
-        self._epoch, self._order = -1, torch.empty(0, dtype=torch.long)
-
-    def indices(self, step: int) -> list[int]:
-        epoch, index = divmod(step, self.steps_per_epoch)
-        if epoch != self._epoch:
-            generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
-            self._order = torch.randperm(self.num_instances, generator=generator)
-            self._epoch, self.permutations = epoch, self.permutations + 1
-        return self._order[index * self.batch_size:(index + 1) * self.batch_size].tolist()
-
-
-@dataclass
-class Schedule:
-    """The learning rate as a fraction of the peak: linear warm-up, then linear decay to 0 at step `total`.
-
-    The decay runs from (anchor_step, anchor_factor) to (total, 0): (warmup, 1.0) for a new run. When a run's length
-    changes (resumed with more or fewer steps, or re-fitted to the measured speed of a time-limited run), the anchor
-    moves to the last step taken and the factor it had, so the rate continues from there and never jumps back up.
-    """
-
-    warmup: int
-    total: int
-    anchor_step: int
-    anchor_factor: float = 1.0
-
-    @classmethod
-    def new(cls, total: int, warmup: int | None) -> Schedule:
-        if warmup is None:
-            warmup = max(1, total // 10)
-        if not 0 < warmup < total:
-            raise ValueError(f"a warm-up of {warmup} steps does not fit a run of {total} steps: give --warmup "
-                             f"between 1 and {total - 1}")
-        return cls(warmup, total, warmup)
-
-    def factor(self, step: int) -> float:
-        """The multiplier of the peak learning rate for optimizer step `step` (0-based)."""
-        if step < self.anchor_step:  # still warming up
-            return (step + 1) / self.warmup
-        return max(0.0, self.anchor_factor * (self.total - step) / max(1, self.total - self.anchor_step))
-
-    def refit(self, step: int, total: int) -> Schedule:
-        """The schedule of a run that has taken `step` steps and should now end at `total`."""
-        if step <= self.anchor_step:  # warm-up is not over: it goes on unchanged, the decay ends at `total`
-            return Schedule(self.warmup, total, self.anchor_step, self.anchor_factor)
-        return Schedule(self.warmup, total, step - 1, self.factor(step - 1))
-
-
-def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """The precision of the forward pass: 'fp32', or 'bf16' autocast (matrix products in bfloat16, the weights, their
-    gradients and AdamW's moments stay fp32: chapter 09)."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    raise ValueError(f"precision {precision!r}: give 'fp32' or 'bf16'")
-
-
 @torch.no_grad()
 def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]],
              precision: str = "fp32") -> dict[str, float]:
@@ -252,168 +201,6 @@ def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]],
     return {k: v / len(batches) for k, v in sums.items()}
 
 
-TENSOR_FIELDS = ("torch_rng", "cuda_rng", "rng_per_rank")  # the trainer state's random states: tensors, not JSON
-
-
-def save_checkpoint(folder: Path, model, optimizer, tokenizer: BertTokenizer, state: dict) -> None:
-    """Write model (config.json + model.safetensors), tokenizer (vocab.txt + tokenizer_config.json) and trainer state
-    into `folder`, atomically: a new folder is written aside and swapped in, so an interruption at any point (even
-    SIGKILL) leaves a whole checkpoint, the previous one or this one.
-
-    The trainer state is split as transformers' Trainer splits it: step, history, schedule and timing in
-    `trainer_state.json` (readable by a person or a script), the optimizer's moments and the random states in
-    `trainer_state.pt`, tensors only, so that `load_trainer_state` reads it with `weights_only=True` and a
-    checkpoint from elsewhere cannot run code. The .pt file is written last and repeats the step: its presence marks
-    a whole folder, and the loader checks that the two files belong together."""
-    new, old = folder.with_name(folder.name + "-new"), folder.with_name(folder.name + "-old")
-    shutil.rmtree(new, ignore_errors=True)
-    model.save_pretrained(new)
-    tokenizer.save_pretrained(new)
-    fields = {key: value for key, value in state.items() if key not in TENSOR_FIELDS}
-    (new / "trainer_state.json").write_text(json.dumps(fields, indent=1) + "\n", encoding="utf-8")
-    tensors = {key: value for key, value in state.items() if key in TENSOR_FIELDS}
-    torch.save({"step": state["step"], "optimizer": optimizer.state_dict(), **tensors}, new / "trainer_state.pt")
-    if folder.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        folder.rename(old)
-    new.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def load_trainer_state(folder: Path) -> dict:
-    """The trainer state of a checkpoint folder as one dict: the fields of trainer_state.json, the optimizer's state
-    and the random states. Nothing is unpickled: the tensors load with `weights_only=True`. (A checkpoint of an
-    earlier minibert kept every field in trainer_state.pt; it loads the same way.)"""
-    state = torch.load(folder / "trainer_state.pt", map_location="cpu", weights_only=True)
-    fields = folder / "trainer_state.json"
-    if fields.exists():
-        written = json.loads(fields.read_text(encoding="utf-8"))
-        if written["step"] != state["step"]:
-            raise ValueError(f"{folder}: trainer_state.json is of step {written['step']}, trainer_state.pt of step "
-                             f"{state['step']}: the files come from two checkpoints; restore the folder as it was "
-                             "written (the two files travel together)")
-        state.update(written)
-    return state
-
-
-def latest_checkpoint(out: Path) -> Path | None:
-    for name in ("checkpoint", "checkpoint-old"):  # -old survives only an interruption between the two renames
-        if (out / name / "trainer_state.pt").exists():
-            return out / name
-    return None
-
-
-def make_optimizer(model: torch.nn.Module, learning_rate: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
-    """AdamW with weight decay on the weight matrices only: biases and LayerNorm parameters are not decayed, as in
-    BERT (its optimizer excludes "bias" and "LayerNorm"; decaying a LayerNorm gain pulls it towards 0, not 1). Every
-    loop (pretraining, fine-tuning, chapter 10's) passes its own two numbers."""
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():  # a tied matrix is listed once
-        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
-    fused = True if decay[0].is_cuda else None  # one kernel for the whole update on a GPU (chapter 09)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=learning_rate, fused=fused)
-
-
-def world() -> tuple[int, int]:
-    """(rank, number of processes): (0, 1) unless a process group is up (torchrun: `train` starts one)."""
-    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
-
-
-def _all_reduce(values: list[float], op=None) -> list[float]:
-    """The sum (or `op`) of a few numbers over all processes; the numbers themselves in a single process."""
-    if not dist.is_initialized():
-        return values
-    backend_device = "cuda" if dist.get_backend() == "nccl" else "cpu"
-    t = torch.tensor(values, dtype=torch.float64, device=backend_device)
-    dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
-    return t.tolist()
-
-
-def _steps_in_time(step: int, seconds_left: float, seconds_per_step: float, max_steps: int | None) -> int:
-    """Where a time-limited run ends: as many more steps as fit in the time left at the measured speed (at least
-    one), capped by max_steps, and the same in every process (the smallest), so that they all stop together."""
-    total = step + max(1, round(seconds_left / seconds_per_step))
-    total = min(total, max_steps) if max_steps else total
-    return int(_all_reduce([total], dist.ReduceOp.MIN)[0])
-
-
-def loss_counts(batch: dict[str, torch.Tensor]) -> list[int]:
-    """What each term of the loss averages over, in this batch: pretraining has two terms (L_MLM over its targets,
-    L_NSP over its pairs); a task head one (token labels: the labelled pieces; otherwise the examples)."""
-    labels = batch.get("labels")
-    targets = int((labels != IGNORE_INDEX).sum()) if labels is not None and labels.dim() == 2 else None
-    if "next_sentence_label" in batch:
-        return [targets, len(batch["input_ids"])]
-    return [targets if targets is not None else len(batch["input_ids"])]
-
-
-def train_step(model, optimizer, batch: dict[str, torch.Tensor], lr: float, max_grad_norm: float | None,
-               micro_batches: int = 1, precision: str = "fp32", **forward) -> tuple[float, float]:
-    """One update: forward, backward, gradient clipping, AdamW at rate `lr`; `forward` holds extra arguments of the
-    model's forward (pretraining: targets_only=True, MLM logits at the targets only; chapter 08's task heads: none).
-    Returns the loss of the whole batch (all processes) and the gradient norm before clipping.
-
-    Why the loss is rebuilt from counts: the batch may be split, into `micro_batches` pieces here and across the
-    processes of a DDP run (chapter 09). L_MLM is a mean over the batch's *targets*, and a piece with more targets
-    must weigh more: each piece's mean is weighted by its share of the whole batch's count (x the number of
-    processes, since DDP averages the gradients), so the update is the one the whole batch would give. With one
-    piece in one process every weight is exactly 1.0: the plain loss, bit for bit."""
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    if not 1 <= micro_batches <= len(batch["input_ids"]):
-        raise ValueError(f"{micro_batches} micro-batches for a batch of {len(batch['input_ids'])} rows: give "
-                         "--grad-accum between 1 and the rows each process gets")
-    processes = world()[1]
-    splits = {key: value.tensor_split(micro_batches) for key, value in batch.items()}  # rows: (B, ...) -> pieces
-    pieces = [{key: splits[key][i] for key in batch} for i in range(micro_batches)]
-    counts = [loss_counts(piece) for piece in pieces]  # per piece: targets (and pairs) its loss terms average over
-    totals = _all_reduce([sum(column) for column in zip(*counts, strict=True)])
-    ddp = getattr(model, "_orig_mod", model)  # under torch.compile, the module it compiled
-    optimizer.zero_grad(set_to_none=True)
-    loss_value = 0.0
-    for i, piece in enumerate(pieces):
-        sync = i == len(pieces) - 1 or not isinstance(ddp, DistributedDataParallel)
-        with contextlib.nullcontext() if sync else ddp.no_sync(), autocast(piece["input_ids"].device, precision):
-            out = model(**piece, **forward)
-            means = [out.mlm_loss, out.nsp_loss] if getattr(out, "mlm_loss", None) is not None else [out.loss]
-            loss = sum(mean * (n * processes / total) for mean, n, total in zip(means, counts[i], totals, strict=True)
-                       if n)
-        loss.backward()
-        loss_value += loss.item() / processes
-    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm or math.inf)
-    optimizer.step()
-    return _all_reduce([loss_value])[0], float(norm)
-
-
-class StopSignals:
-    """While active, Ctrl+C (SIGINT) and SIGTERM only ask the loop to stop: `.received` is set and the loop ends
-    after the step in flight. A second Ctrl+C stops at once (the last complete checkpoint stays on disk).
-    Handlers can only be set in the main thread: elsewhere a KeyboardInterrupt can still arrive inside a step,
-    and `train` saves the last whole step if the update had not begun."""
-
-    def __init__(self):
-        self.received: int | None = None
-        self._previous: dict[int, object] = {}
-
-    def _handle(self, signum, frame) -> None:
-        if self.received == signal.SIGINT and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.received = signum
-        print(f"\n{signal.Signals(signum).name}: stopping after this step, then saving a checkpoint",
-              file=sys.stderr, flush=True)
-
-    def __enter__(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():  # handlers can only be set there
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-
 def seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[dict[str, torch.Tensor]],
                      steps: int = 4) -> float:
     """Measured time of one optimizer step (batch making included) plus its share of an evaluation, on a throwaway
@@ -434,23 +221,225 @@ def seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[
     return per_step + (time.perf_counter() - start) / cfg.eval_every
 
 
-def start_process(cfg: PretrainConfig) -> torch.device:
-    """This process's device; under torchrun (WORLD_SIZE > 1) also the process group that DDP averages gradients
-    over: NCCL between GPUs, gloo between CPU processes (how the tests run DDP without a GPU)."""
-    kind = ("cuda" if torch.cuda.is_available() else "cpu") if cfg.device == "auto" else cfg.device
-    if kind == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError("--device cuda: PyTorch sees no GPU here (torch.cuda.is_available() is False); give "
-                             "--device cpu, or install a CUDA build of PyTorch")
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-        torch.cuda.set_device(device)
-    elif kind == "cpu":
-        device = torch.device("cpu")
+def _initial_model(cfg: PretrainConfig, out: Path, tokenizer: BertTokenizer,
+                   rank: int, processes: int) -> tuple[BertForPreTraining, dict | None]:
+    """The model a run starts from, and the trainer state it resumes (None for a new run): the run folder's
+    checkpoint, or weights drawn from the seed, the same in every process, each of which then draws dropout from
+    a stream of its own."""
+    torch.manual_seed(cfg.seed)
+    model = BertForPreTraining(cfg.model_config(len(tokenizer)))
+    checkpoint, state = latest_checkpoint(out), None
+    if checkpoint is not None:
+        model = BertForPreTraining.from_pretrained(checkpoint)
+        state = load_trainer_state(checkpoint)
+    elif processes > 1:  # the same first weights everywhere, then a dropout stream of each process's own
+        torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1))
+    if cfg.max_seq_length > model.config.max_position_embeddings:
+        raise ValueError(f"--seq-len {cfg.max_seq_length} but the model learned {model.config.max_position_embeddings}"
+                         " positions: start the run with --max-positions at least the longest phase's --seq-len")
+    return model, state
+
+
+def _eval_batches(cfg: PretrainConfig, tokenizer: BertTokenizer, eval_set: list[NSPInstance],
+                  device: torch.device) -> list[dict[str, torch.Tensor]]:
+    """The fixed evaluation batches: held-out pairs, masked once, with masks of their own seed."""
+    collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7),
+                                  whole_word_mask=cfg.whole_word_mask)
+    count = min(cfg.eval_batches, max(1, len(eval_set) // cfg.batch_size))
+    return [{k: v.to(device) for k, v in collate(eval_set[i * cfg.batch_size:(i + 1) * cfg.batch_size]).items()}
+            for i in range(count)]
+
+
+@dataclass
+class _Run:
+    """What the loop of `train` reads and moves on, in one place: the model and its optimizer, the data, and where
+    the run is (step, tokens, history, schedule, what the checkpoint on disk holds). Its methods are what a step
+    does: make the step's batch, update, evaluate into the history, write the checkpoint, decide on another step."""
+
+    cfg: PretrainConfig
+    out: Path
+    device: torch.device
+    rank: int
+    processes: int
+    tokenizer: BertTokenizer
+    train_set: list[NSPInstance]
+    eval_batches: list[dict[str, torch.Tensor]]
+    model: BertForPreTraining
+    trained: torch.nn.Module  # what the steps call: DDP around the model (several processes), compiled (--compile)
+    optimizer: torch.optim.Optimizer
+    step: int = 0
+    history: list[dict] = field(default_factory=list)
+    elapsed: float = 0.0  # training seconds of the sessions before this one
+    schedule: Schedule | None = None
+    tokens: int = 0  # positions trained on, padding included
+    saved: tuple[int, int] | None = None  # (step, history length) of the checkpoint on disk
+    start: float = 0.0  # time.perf_counter() at step 0 (this session's start, less `elapsed`)
+    updating: bool = False  # set when optimizer.step() begins: from then on the step in flight cannot be undone
+    stopped_by: str | None = None  # what asked for the stop, when it was not a signal: "--stop-after-step N"
+    sampler: EpochSampler = field(init=False)
+    collator: PretrainingCollator = field(init=False)  # the training batches' (the masks: seeded by the step)
+
+    def __post_init__(self) -> None:
+        self.sampler = EpochSampler(len(self.train_set), self.cfg.batch_size, self.cfg.seed)
+        self.collator = PretrainingCollator(self.tokenizer, whole_word_mask=self.cfg.whole_word_mask)
+        self.optimizer.register_step_pre_hook(self._update_begins)
+
+    def _update_begins(self, *_) -> None:
+        self.updating = True
+
+    @property
+    def lead(self) -> bool:
+        """The process that writes files and prints."""
+        return self.rank == 0
+
+    @property
+    def limit(self) -> float:
+        """The training seconds the run is given (--minutes), or infinity."""
+        return self.cfg.max_minutes * 60 if self.cfg.max_minutes else math.inf
+
+    def seconds_left(self) -> float:
+        return self.limit - (time.perf_counter() - self.start)
+
+    def batch(self, step: int) -> dict[str, torch.Tensor]:
+        """This process's rows of the step's batch: every process collates the whole batch (the same pairs, the same
+        masks) and keeps its share, so N processes see what one process would see."""
+        self.collator.generator = torch.Generator().manual_seed(self.cfg.seed * 7919 + step)  # the masks of this step
+        batch = self.collator([self.train_set[i] for i in self.sampler.indices(step)])
+        rows = len(batch["input_ids"])
+        mine = slice(self.rank * rows // self.processes, (self.rank + 1) * rows // self.processes)
+        return {key: value[mine].to(self.device, non_blocking=True) for key, value in batch.items()}
+
+    def fit_schedule(self) -> str:
+        """Fit the schedule to where the run ends (a new one, or the checkpoint's refitted); returns how the end was
+        chosen. A time-limited run ends after as many steps as the measured speed allows in the time left (and is
+        refitted as it runs, see `train`)."""
+        cfg = self.cfg
+        if cfg.max_minutes is None:
+            total, how = cfg.max_steps, "max_steps"
+        else:
+            per_step = seconds_per_step(self.model, cfg, lambda s: self.batch(self.step + s), self.eval_batches)
+            total = steps_in_time(self.step, self.limit - self.elapsed, per_step, cfg.max_steps)
+            how = f"{cfg.max_minutes:g} min at {per_step:.3f} s/step (measured), re-fitted to the speed as it runs"
+        self.schedule = (Schedule.new(total, cfg.warmup_steps) if self.schedule is None
+                         else self.schedule.refit(self.step, total))
+        return how
+
+    def resume_random_state(self, state: dict) -> None:
+        """Dropout continues with the random stream it would have had (each process's own, when the number of
+        processes is the one the checkpoint was written with)."""
+        streams = state.get("rng_per_rank", [state])
+        if len(streams) == self.processes:
+            torch.set_rng_state(streams[self.rank]["torch_rng"])
+            if "cuda_rng" in streams[self.rank] and self.device.type == "cuda":
+                torch.cuda.set_rng_state(streams[self.rank]["cuda_rng"], self.device)
+        else:
+            torch.manual_seed(self.cfg.seed + 1_000_003 * (self.rank + 1) + self.step)
+            if self.lead:
+                print(f"resumed with {self.processes} processes, saved with {len(streams)}: the data continues as it "
+                      "would have, dropout with new random streams")
+
+    def keep_going(self, stop: StopSignals) -> bool:
+        """Another step? Not if a signal came, the time is up or the schedule ends. Processes decide together: a
+        signal to one of them stops them all after the same step."""
+        signalled, time_up = all_reduce([float(stop.received is not None),
+                                         float(time.perf_counter() - self.start >= self.limit)], dist.ReduceOp.MAX)
+        if signalled and stop.received is None:
+            stop.received = signal.SIGTERM  # another process was told to stop
+        return not signalled and not time_up and self.step < self.schedule.total
+
+    def update(self, batch: dict[str, torch.Tensor]) -> tuple[float, float]:
+        """Step `step + 1`'s update (`train_step` at the schedule's rate): the batch's loss and the gradient norm.
+        A KeyboardInterrupt raised by code inside it (not by StopSignals' handler: e.g. training in another thread)
+        before optimizer.step() began leaves the weights of step `step`: their checkpoint is written first."""
+        cfg = self.cfg
+        rng, self.updating = torch.get_rng_state(), False
+        try:
+            return train_step(self.trained, self.optimizer, batch, cfg.learning_rate * self.schedule.factor(self.step),
+                              cfg.max_grad_norm, micro_batches=cfg.gradient_accumulation_steps,
+                              precision=cfg.precision, targets_only=True)
+        except KeyboardInterrupt:
+            if self.updating or self.processes > 1:
+                print(f"interrupted inside the update of step {self.step + 1}: the checkpoint on disk is kept")
+                raise
+            torch.set_rng_state(rng)  # forward or backward only: the weights are those of step `step`
+            self.checkpoint()
+            print(f"interrupted during step {self.step + 1}: checkpoint of step {self.step} saved in "
+                  f"{self.out / 'checkpoint'}")
+            raise
+
+    def record(self, loss: float, grad_norm: float) -> None:
+        """The figures after step `step` into the history: the last training loss and gradient norm, the rate of the
+        last step, and the evaluation."""
+        self.history.append({"step": self.step, "tokens": self.tokens, "train_loss": loss, "grad_norm": grad_norm,
+                             "lr": self.cfg.learning_rate * self.schedule.factor(self.step - 1),
+                             "seconds": time.perf_counter() - self.start,
+                             **evaluate(self.model, self.eval_batches, self.cfg.precision)})
+
+    def checkpoint(self) -> None:
+        """Write the checkpoint of step `step`, unless the one on disk holds it already. Every process takes part:
+        each one's random state goes into it, and none runs ahead of a checkpoint that is not on disk yet."""
+        if self.saved == (self.step, len(self.history)):
+            return
+        streams = [{"torch_rng": torch.get_rng_state(),
+                    **({"cuda_rng": torch.cuda.get_rng_state(self.device)} if self.device.type == "cuda" else {})}]
+        if self.processes > 1:  # each process's random state, so that each one's dropout resumes where it was
+            mine, streams = streams[0], [None] * self.processes
+            dist.all_gather_object(streams, mine)
+        if self.lead:
+            save_checkpoint(self.out / "checkpoint", self.model, self.optimizer, self.tokenizer,
+                            {"step": self.step, "history": self.history, "elapsed": time.perf_counter() - self.start,
+                             "schedule": asdict(self.schedule), "tokens": self.tokens, **streams[0],
+                             **({"rng_per_rank": streams} if self.processes > 1 else {})})
+        if self.processes > 1:
+            dist.barrier()
+        self.saved = (self.step, len(self.history))
+
+    def result(self) -> dict:
+        return {"step": self.step, "seconds": time.perf_counter() - self.start, "train_pairs": len(self.train_set),
+                "final": self.history[-1], "history": self.history, "checkpoint": str(self.out / "checkpoint"),
+                "schedule": asdict(self.schedule),
+                "final_lr": self.cfg.learning_rate * self.schedule.factor(self.step - 1), "device": str(self.device),
+                "processes": self.processes}
+
+
+def _begin(cfg: PretrainConfig) -> tuple[_Run, dict | None]:
+    """Everything before the schedule: the process (device, process group), the data, the model and its optimizer,
+    from the run folder's checkpoint when there is one. Returns the run and the trainer state it resumes (or None)."""
+    if cfg.max_steps is None and cfg.max_minutes is None:
+        raise ValueError("give max_steps or max_minutes (or both): the schedule must know where the run ends")
+    if cfg.stop_after_step is not None and cfg.stop_after_step < 1:
+        raise ValueError(f"--stop-after-step {cfg.stop_after_step}: give a step count of at least 1")
+    out = Path(cfg.out_dir)
+    device = start_process(cfg.device)
+    rank, processes = world()
+    if cfg.batch_size < processes * cfg.gradient_accumulation_steps:
+        raise ValueError(f"a batch of {cfg.batch_size} cannot be split into {processes} processes x "
+                         f"{cfg.gradient_accumulation_steps} micro-batches: give a larger --batch-size")
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "pretrain_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
     else:
-        raise ValueError(f"--device {cfg.device}: give 'cpu', 'cuda' or 'auto'")
-    if int(os.environ.get("WORLD_SIZE", 1)) > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return device
+        dist.barrier()  # the first process trains and writes vocab.txt; the others read it
+    tokenizer, train_set, eval_set = prepare(cfg, out)
+    if rank == 0 and processes > 1:
+        dist.barrier()
+    model, state = _initial_model(cfg, out, tokenizer, rank, processes)
+    model.to(device).train()
+    optimizer = make_optimizer(model, cfg.learning_rate, cfg.weight_decay)
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    trained = model
+    if processes > 1:
+        trained = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    if cfg.compile:
+        trained = torch.compile(trained)
+    run = _Run(cfg, out, device, rank, processes, tokenizer, train_set, _eval_batches(cfg, tokenizer, eval_set, device),
+               model, trained, optimizer)
+    if state is not None:
+        run.step, run.history, run.elapsed = state["step"], state["history"], state["elapsed"]
+        run.schedule = Schedule(**state["schedule"]) if "schedule" in state else None
+        run.tokens, run.saved = state.get("tokens", 0), (run.step, len(run.history))
+    return run, state
 
 
 def train(cfg: PretrainConfig, progress: bool = True) -> dict:
@@ -463,188 +452,53 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     """
     from tqdm.auto import tqdm
 
-    if cfg.max_steps is None and cfg.max_minutes is None:
-        raise ValueError("give max_steps or max_minutes (or both): the schedule must know where the run ends")
-    if cfg.stop_after_step is not None and cfg.stop_after_step < 1:
-        raise ValueError(f"--stop-after-step {cfg.stop_after_step}: give a step count of at least 1")
-    out = Path(cfg.out_dir)
-    device = start_process(cfg)
-    rank, processes = world()
-    lead = rank == 0  # the process that writes files and prints
-    if cfg.batch_size < processes * cfg.gradient_accumulation_steps:
-        raise ValueError(f"a batch of {cfg.batch_size} cannot be split into {processes} processes x "
-                         f"{cfg.gradient_accumulation_steps} micro-batches: give a larger --batch-size")
-    if lead:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "pretrain_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
-    if not lead:
-        dist.barrier()  # the first process trains and writes vocab.txt; the others read it
-    tokenizer, train_set, eval_set = prepare(cfg, out)
-    if lead and processes > 1:
-        dist.barrier()
-    torch.manual_seed(cfg.seed)
-    model = BertForPreTraining(cfg.model_config(len(tokenizer)))
-    step, history, elapsed, schedule, tokens = 0, [], 0.0, None, 0  # tokens: positions trained on, padding included
-    checkpoint = latest_checkpoint(out)
-    if checkpoint is not None:
-        model = BertForPreTraining.from_pretrained(checkpoint)
-        state = load_trainer_state(checkpoint)
-        step, history, elapsed = state["step"], state["history"], state["elapsed"]
-        schedule = Schedule(**state["schedule"]) if "schedule" in state else None
-        tokens = state.get("tokens", 0)
-    elif processes > 1:  # the same first weights everywhere, then a dropout stream of each process's own
-        torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1))
-    if cfg.max_seq_length > model.config.max_position_embeddings:
-        raise ValueError(f"--seq-len {cfg.max_seq_length} but the model learned {model.config.max_position_embeddings}"
-                         " positions: start the run with --max-positions at least the longest phase's --seq-len")
-    model.to(device).train()
-    optimizer = make_optimizer(model, cfg.learning_rate, cfg.weight_decay)
-    if checkpoint is not None:
-        optimizer.load_state_dict(state["optimizer"])
-    trained = model  # what the steps call: DDP around the model (several processes), compiled (--compile)
-    if processes > 1:
-        trained = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    if cfg.compile:
-        trained = torch.compile(trained)
-    sampler = EpochSampler(len(train_set), cfg.batch_size, cfg.seed)
-    collator = PretrainingCollator(tokenizer, whole_word_mask=cfg.whole_word_mask)
-
-    def batch_for(step: int) -> dict[str, torch.Tensor]:
-        """This process's rows of the step's batch: every process collates the whole batch (the same pairs, the same
-        masks) and keeps its share, so N processes see what one process would see."""
-        collator.generator = torch.Generator().manual_seed(cfg.seed * 7919 + step)  # the masks of this step
-        batch = collator([train_set[i] for i in sampler.indices(step)])
-        rows = len(batch["input_ids"])
-        mine = slice(rank * rows // processes, (rank + 1) * rows // processes)
-        return {key: value[mine].to(device, non_blocking=True) for key, value in batch.items()}
-
-    eval_collate = PretrainingCollator(tokenizer, generator=torch.Generator().manual_seed(cfg.seed + 7),
-                                       whole_word_mask=cfg.whole_word_mask)
-    eval_batches = [{k: v.to(device) for k, v in eval_collate(eval_set[i * cfg.batch_size:(i + 1) * cfg.batch_size])
-                     .items()} for i in range(min(cfg.eval_batches, max(1, len(eval_set) // cfg.batch_size)))]
-
-    limit = cfg.max_minutes * 60 if cfg.max_minutes else math.inf
-    if cfg.max_minutes is None:
-        total, how = cfg.max_steps, "max_steps"
-    else:  # time-limited: as many steps as the measured speed allows in the time left (re-fitted at each eval)
-        per_step = seconds_per_step(model, cfg, lambda s: batch_for(step + s), eval_batches)
-        total = _steps_in_time(step, limit - elapsed, per_step, cfg.max_steps)
-        how = f"{cfg.max_minutes:g} min at {per_step:.3f} s/step (measured), re-fitted to the speed as it runs"
-    if schedule is None:
-        schedule = Schedule.new(total, cfg.warmup_steps)
-    elif total != schedule.total:
-        schedule = schedule.refit(step, total)
-    if lead:
-        print(f"schedule: peak LR {cfg.learning_rate:g}, warm-up {schedule.warmup} steps, linear decay to 0 at step "
-              f"{schedule.total} ({how}); starting at step {step}, LR {cfg.learning_rate * schedule.factor(step):.3g}"
-              + (f"; {processes} processes" if processes > 1 else ""))
-    if checkpoint is not None:  # dropout continues with the random stream it would have had
-        streams = state.get("rng_per_rank", [state])
-        if len(streams) == processes:
-            torch.set_rng_state(streams[rank]["torch_rng"])
-            if "cuda_rng" in streams[rank] and device.type == "cuda":
-                torch.cuda.set_rng_state(streams[rank]["cuda_rng"], device)
-        else:
-            torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1) + step)
-            if lead:
-                print(f"resumed with {processes} processes, saved with {len(streams)}: the data continues as it "
-                      "would have, dropout with new random streams")
-    start = time.perf_counter() - elapsed
+    run, state = _begin(cfg)  # the process, the data, the model and the optimizer (from the checkpoint, if any)
+    how = run.fit_schedule()
+    if run.lead:
+        print(f"schedule: peak LR {cfg.learning_rate:g}, warm-up {run.schedule.warmup} steps, linear decay to 0 at "
+              f"step {run.schedule.total} ({how}); starting at step {run.step}, LR "
+              f"{cfg.learning_rate * run.schedule.factor(run.step):.3g}"
+              + (f"; {run.processes} processes" if run.processes > 1 else ""))
+    if state is not None:
+        run.resume_random_state(state)
+    run.start = time.perf_counter() - run.elapsed
     recent = collections.deque([time.perf_counter()], maxlen=cfg.eval_every + 1)  # when the last steps ended
-    bar = tqdm(total=schedule.total, initial=step, disable=not progress or not lead, desc="pretraining")
-    saved = (step, len(history)) if checkpoint is not None else None  # what the checkpoint on disk holds
-    loss_value, grad_norm = float("nan"), float("nan")
-    stopped_by = None  # what asked for the stop, when it was not a signal: "--stop-after-step N"
-
-    def record() -> None:
-        history.append({"step": step, "tokens": tokens, "train_loss": loss_value, "grad_norm": grad_norm,
-                        "lr": cfg.learning_rate * schedule.factor(step - 1), "seconds": time.perf_counter() - start,
-                        **evaluate(model, eval_batches, cfg.precision)})
-
-    def checkpoint_now() -> None:
-        nonlocal saved
-        if saved != (step, len(history)):
-            streams = [{"torch_rng": torch.get_rng_state(),
-                        **({"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {})}]
-            if processes > 1:  # each process's random state, so that each one's dropout resumes where it was
-                mine, streams = streams[0], [None] * processes
-                dist.all_gather_object(streams, mine)
-            if lead:
-                save_checkpoint(out / "checkpoint", model, optimizer, tokenizer,
-                                {"step": step, "history": history, "elapsed": time.perf_counter() - start,
-                                 "schedule": asdict(schedule), "tokens": tokens, **streams[0],
-                                 **({"rng_per_rank": streams} if processes > 1 else {})})
-            if processes > 1:
-                dist.barrier()  # no process runs ahead of a checkpoint that is not on disk yet
-            saved = (step, len(history))
-
-    updating = False  # set when optimizer.step() begins: from then on the step in flight cannot be undone
-
-    def update_begins(*_) -> None:
-        nonlocal updating
-        updating = True
-
-    optimizer.register_step_pre_hook(update_begins)
-    if cfg.eval_at_start and step == 0 and not history:  # a fresh run: the figures of the untrained model
-        record()
-    def keep_going(stop: StopSignals) -> bool:
-        """Another step? Not if a signal came, the time is up or the schedule ends. Processes decide together: a
-        signal to one of them stops them all after the same step."""
-        signalled, time_up = _all_reduce([float(stop.received is not None),
-                                          float(time.perf_counter() - start >= limit)], dist.ReduceOp.MAX)
-        if signalled and stop.received is None:
-            stop.received = signal.SIGTERM  # another process was told to stop
-        return not signalled and not time_up and step < schedule.total
-
+    bar = tqdm(total=run.schedule.total, initial=run.step, disable=not progress or not run.lead, desc="pretraining")
+    loss, grad_norm = float("nan"), float("nan")
+    if cfg.eval_at_start and run.step == 0 and not run.history:  # a fresh run: the figures of the untrained model
+        run.record(loss, grad_norm)
     with StopSignals() as stop:
-        while keep_going(stop):
-            rng, updating = torch.get_rng_state(), False
-            batch = batch_for(step)
-            try:
-                loss_value, grad_norm = train_step(trained, optimizer, batch,
-                                                   cfg.learning_rate * schedule.factor(step), cfg.max_grad_norm,
-                                                   micro_batches=cfg.gradient_accumulation_steps,
-                                                   precision=cfg.precision, targets_only=True)
-            except KeyboardInterrupt:  # raised by code, not by our handler (e.g. training in another thread)
-                if updating or processes > 1:
-                    print(f"interrupted inside the update of step {step + 1}: the checkpoint on disk is kept")
-                    raise
-                torch.set_rng_state(rng)  # forward or backward only: the weights are those of step `step`
-                checkpoint_now()
-                print(f"interrupted during step {step + 1}: checkpoint of step {step} saved in {out / 'checkpoint'}")
-                raise
-            step += 1
-            if step == cfg.stop_after_step and stop.received is None:  # as if SIGTERM had come during this step
-                stop.received, stopped_by = signal.SIGTERM, f"--stop-after-step {step}"
-            tokens += cfg.batch_size * batch["input_ids"].shape[1]  # the whole batch's rows, all processes
+        while run.keep_going(stop):
+            batch = run.batch(run.step)
+            loss, grad_norm = run.update(batch)
+            run.step += 1
+            if run.step == cfg.stop_after_step and stop.received is None:  # as if SIGTERM had come during this step
+                stop.received, run.stopped_by = signal.SIGTERM, f"--stop-after-step {run.step}"
+            run.tokens += cfg.batch_size * batch["input_ids"].shape[1]  # the whole batch's rows, all processes
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_value:.3f}")
-            if step % cfg.eval_every == 0:
-                record()
+            bar.set_postfix(loss=f"{loss:.3f}")
+            if run.step % cfg.eval_every == 0:
+                run.record(loss, grad_norm)
             recent.append(time.perf_counter())
-            if cfg.max_minutes is not None and step < schedule.total:  # re-fit the end to the measured speed
+            if cfg.max_minutes is not None and run.step < run.schedule.total:  # re-fit the end to the measured speed
                 rate = (recent[-1] - recent[0]) / (len(recent) - 1)  # over the last eval_every steps, eval included
-                fitted = _steps_in_time(step, limit - (time.perf_counter() - start), rate, cfg.max_steps)
-                if fitted != schedule.total:
-                    schedule = schedule.refit(step, fitted)
-                    bar.total = schedule.total
-            if step % cfg.checkpoint_every == 0:
-                checkpoint_now()
+                run.schedule = run.schedule.refit(run.step, steps_in_time(run.step, run.seconds_left(), rate,
+                                                                          cfg.max_steps))
+                bar.total = run.schedule.total
+            if run.step % cfg.checkpoint_every == 0:
+                run.checkpoint()
         bar.close()
-        if not stop.received and (not history or history[-1]["step"] != step):
-            record()  # the final figures (a stopped run keeps the history an uninterrupted run would have)
-        checkpoint_now()
+        if not stop.received and (not run.history or run.history[-1]["step"] != run.step):
+            run.record(loss, grad_norm)  # the final figures (a stopped run keeps the history an uninterrupted run has)
+        run.checkpoint()
     if stop.received:
-        name = stopped_by or signal.Signals(stop.received).name
-        if lead:
-            print(f"{name}: stopped after step {step}; checkpoint saved in {out / 'checkpoint'}; run again to resume")
+        if run.lead:
+            print(f"{run.stopped_by or signal.Signals(stop.received).name}: stopped after step {run.step}; checkpoint "
+                  f"saved in {run.out / 'checkpoint'}; run again to resume")
         if stop.received == signal.SIGINT:
             raise KeyboardInterrupt
         raise SystemExit(128 + stop.received)
-    return {"step": step, "seconds": time.perf_counter() - start, "train_pairs": len(train_set),
-            "final": history[-1], "history": history, "checkpoint": str(out / "checkpoint"),
-            "schedule": asdict(schedule), "final_lr": cfg.learning_rate * schedule.factor(step - 1),
-            "device": str(device), "processes": processes}
+    return run.result()
 
 
 def plot_history(history: list[dict]):
@@ -687,24 +541,6 @@ def fill_mask(model, tokenizer: BertTokenizer, text: str, top_k: int = 5) -> lis
     top = logits[0, positions].softmax(-1).topk(top_k, dim=-1)  # (M, top_k)
     return [[(tokenizer.ids_to_tokens[int(i)], float(p)) for p, i in zip(ps, ids, strict=True)]
             for ps, ids in zip(top.values, top.indices, strict=True)]
-
-
-def _field_type(annotation: str) -> type:
-    """`int | None` -> int: the CLI type of a field (annotations are strings here, see `from __future__`)."""
-    name = annotation.replace(" | None", "")
-    return {"int": int, "float": float, "str": str, "bool": bool}[name]
-
-
-def _add_fields(parser: argparse.ArgumentParser, config_class: type) -> None:
-    """One flag per field of a config dataclass (its metadata: flag and help); chapter 08's FinetuneConfig too."""
-    for f in fields(config_class):
-        flag, kind = f.metadata["flag"] or "--" + f.name.replace("_", "-"), _field_type(f.type)
-        if kind is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
-                                help=f.metadata["help"])
-        else:
-            parser.add_argument(flag, dest=f.name, type=kind, default=f.default, metavar=kind.__name__.upper(),
-                                help=f.metadata["help"] + " (default: %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,8 +28,9 @@ from minibert.config import BertConfig
 from minibert.heads import BertForMaskedLM, masked_token_accuracy
 from minibert.masking import IGNORE_INDEX, mask_tokens
 from minibert.model import ACTIVATIONS, BertModel
-from minibert.pretrain import EpochSampler, Schedule, make_optimizer, tokenized_corpus, train_step
+from minibert.pretrain import tokenized_corpus
 from minibert.tokenization import BertTokenizer
+from minibert.training import EpochSampler, Schedule, make_optimizer, train_step
 
 MASKING_RATES = (0.05, 0.15, 0.30, 0.45)  # the study: BERT's 15%, ModernBERT's 30%, one below and one above
 

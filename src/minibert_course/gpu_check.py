@@ -29,7 +29,7 @@ import transformers
 
 import minibert
 from minibert.bench import report, run
-from minibert.pretrain import load_trainer_state
+from minibert.training import load_trainer_state
 
 GPU_CHECK_PRETRAIN = ["--device", "cuda", "--precision", "bf16", "--seq-len", "128", "--batch-size", "64",
                       "--vocab-size", "8000", "--lr", "2e-4", "--warmup", "30", "--eval-every", "50",
