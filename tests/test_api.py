@@ -1,5 +1,5 @@
-"""The README's public API table lists exactly the public names of each minibert module, and no module name shadows
-a PyTorch function with a different meaning.
+"""Each minibert module declares its API in `__all__`, the README's public API table lists exactly that, and no module
+name shadows a PyTorch function with a different meaning.
 
 Why: a learner imports `minibert` after the course; what the README promises must be what the package has, and a
 teaching helper must be a documented part of the API, not an accident of the namespace.
@@ -36,17 +36,38 @@ def readme_table() -> dict[str, set[str]]:
     return table
 
 
-def test_readme_lists_every_module_and_its_public_names():
+METHODS = {"from_pretrained", "save_pretrained", "init_weights", "num_parameters",
+           "scaled_dot_product_attention"}  # methods, and the PyTorch function named in the text
+
+
+def test_every_module_declares_its_api_in___all___and_the_readme_lists_it():
+    """Each module says what it offers in `__all__`; the README's row is that list; every name there exists; and what
+    a module defines without a leading underscore is in it (an internal, such as a CLI's parser, starts with _)."""
     table = readme_table()
     modules = sorted(m.name for m in pkgutil.iter_modules(minibert.__path__))
     assert sorted(table) == modules, f"README's API table has {sorted(table)}, the package has {modules}"
     for name in modules:
         module = importlib.import_module(f"minibert.{name}")
-        have = public_names(module)
-        listed = table[name] - {"from_pretrained", "save_pretrained", "init_weights", "num_parameters",
-                                "scaled_dot_product_attention"}  # methods, and the PyTorch function named in the text
-        assert have == listed, (f"minibert.{name}: public but not in the README {sorted(have - listed)}; "
-                                f"in the README but not public {sorted(listed - have)}")
+        declared = getattr(module, "__all__", None)
+        assert isinstance(declared, list), f"minibert.{name} has no __all__ list"
+        assert len(declared) == len(set(declared)), f"minibert.{name}.__all__ repeats a name"
+        absent = [n for n in declared if not hasattr(module, n)]
+        assert not absent, f"minibert.{name}.__all__ names {absent}, which the module does not define"
+        listed = table[name] - METHODS
+        assert set(declared) == listed, (
+            f"minibert.{name}: in __all__ but not in the README {sorted(set(declared) - listed)}; "
+            f"in the README but not in __all__ {sorted(listed - set(declared))}")
+        undeclared = public_names(module) - set(declared)
+        assert not undeclared, (
+            f"minibert.{name} defines {sorted(undeclared)} without an underscore and leaves them out of __all__: "
+            "declare them, or mark them internal with a leading underscore")
+
+
+def test_the_package_declares_the_models_and_tokenizers():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    sentence = text.split("## Public API", 1)[1].split("The modules", 1)[0]
+    assert set(minibert.__all__) == set(re.findall(r"\b(Bert\w+|BasicTokenizer|WordPieceTokenizer)\b", sentence))
+    assert all(hasattr(minibert, n) for n in minibert.__all__)
 
 
 def test_package_exports_the_models_and_tokenizers():

@@ -21,12 +21,12 @@ import minibert.finetune as finetune
 from minibert.config import BertConfig
 from minibert.finetune import (
     FinetuneConfig,
+    _init_name,
     build_model,
     collate,
     compare,
     comparison_table,
     extend_positions,
-    init_name,
     ner_evaluate,
     ner_features,
     plot_comparison,
@@ -267,7 +267,7 @@ def test_a_checkpoint_with_another_tokenizer_is_refused(ours, tmp_path):
 
 
 def test_init_names():
-    assert [init_name(i) for i in ("scratch", "minilm", "runs/tiny/checkpoint", "my/model")] == [
+    assert [_init_name(i) for i in ("scratch", "minilm", "runs/tiny/checkpoint", "my/model")] == [
         "scratch", "minilm", "tiny", "model"]
 
 

@@ -27,3 +27,8 @@ from minibert.heads import BertForPreTraining as BertForPreTraining  # noqa: E40
 from minibert.tasks import BertForQuestionAnswering as BertForQuestionAnswering  # noqa: E402
 from minibert.tasks import BertForSequenceClassification as BertForSequenceClassification  # noqa: E402
 from minibert.tasks import BertForTokenClassification as BertForTokenClassification  # noqa: E402
+
+# the package's API: the models and tokenizers (each module's own API is its __all__)
+__all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
+           "BertForTokenClassification", "BertForQuestionAnswering", "BertTokenizer", "BasicTokenizer",
+           "WordPieceTokenizer"]

@@ -17,6 +17,9 @@ from torch import nn
 
 from minibert.config import BertConfig
 
+__all__ = ["BertSelfAttention", "BertAttention", "BertResidual", "additive_mask", "padding_mask",
+           "attention_with_probs", "attention_pattern"]
+
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Boolean or 0/1 mask (True/1 = may attend) -> additive mask (0 where allowed, dtype's minimum elsewhere)."""

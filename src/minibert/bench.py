@@ -29,6 +29,8 @@ from minibert.tokenization import SPECIAL_TOKENS
 from minibert.train import flops_per_token, mfu, peak_flops
 from minibert.training import autocast
 
+__all__ = ["run", "report", "models", "pretraining_batch", "main"]
+
 CONFIGS = {"tiny": BertConfig.tiny, "small": BertConfig.small, "base": BertConfig.base}  # the presets, by name
 
 
@@ -76,7 +78,7 @@ def models(config: BertConfig, device: torch.device, seed: int = 0):
     return ours.to(device).train(), theirs.to(device).train()
 
 
-def train_step_fn(model, optimizer, precision: str, ours: bool):
+def _train_step_fn(model, optimizer, precision: str, ours: bool):
     """One optimizer step of `model` on a batch: minibert's as chapter 06 runs it (vocabulary logits at the targets
     only), transformers' as its Trainer would (logits at every position)."""
 
@@ -91,7 +93,7 @@ def train_step_fn(model, optimizer, precision: str, ours: bool):
     return step
 
 
-def same_loss(ours, theirs, batch: dict[str, torch.Tensor]) -> float:
+def _same_loss(ours, theirs, batch: dict[str, torch.Tensor]) -> float:
     """|loss difference| of the two models on `batch`, without dropout, in fp32."""
     with torch.no_grad():
         ours.eval(), theirs.eval()
@@ -111,7 +113,7 @@ def run(device: str = "cpu", config: str = "tiny", seq: int = 128, batch_size: i
     generator = torch.Generator().manual_seed(seed)
     batches = [{k: v.to(device) for k, v in pretraining_batch(batch_size, seq, vocab_size, generator).items()}
                for _ in range(4)]
-    difference = same_loss(ours, theirs, batches[0])
+    difference = _same_loss(ours, theirs, batches[0])
     if difference > 1e-3:
         raise RuntimeError(f"minibert and transformers give losses {difference:.3g} apart on the same batch: "
                            "the benchmark would compare two different models")
@@ -120,7 +122,7 @@ def run(device: str = "cpu", config: str = "tiny", seq: int = 128, batch_size: i
     for name, model in (("minibert", ours), ("transformers", theirs)):
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
         trained = torch.compile(model) if compile else model
-        steps[name] = train_step_fn(trained, optimizer, precision, ours=name == "minibert")
+        steps[name] = _train_step_fn(trained, optimizer, precision, ours=name == "minibert")
     times = {name: [] for name in steps}
     memory = dict.fromkeys(steps, None)
     for round_ in range(warmup + rounds):
@@ -167,7 +169,7 @@ def report(r: dict) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m minibert.bench", description="Training speed of minibert vs "
                                      "transformers.BertForPreTraining: same config, batch, length and precision.")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: %(default)s)")
@@ -188,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = vars(build_parser().parse_args(argv))
+    args = vars(_build_parser().parse_args(argv))
     out = args.pop("json")
     result = run(**args)
     print(report(result))

@@ -18,6 +18,8 @@ from safetensors.torch import load_file, save_file
 
 from minibert.config import BertConfig
 
+__all__ = ["PreTrainedMixin", "load_state_dict", "adapt_keys", "check_state_dict"]
+
 LEGACY_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")  # saved by old transformers, not weights
 LEGACY_NAMES = {"LayerNorm.gamma": "LayerNorm.weight", "LayerNorm.beta": "LayerNorm.bias"}  # TensorFlow-era BERT
 

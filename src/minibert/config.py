@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+__all__ = ["BertConfig"]
+
 
 @dataclass
 class BertConfig:

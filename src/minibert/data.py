@@ -22,6 +22,10 @@ import torch
 
 from minibert.masking import mask_tokens
 
+__all__ = ["load_documents", "read_text_file", "load_text_folder", "split_document", "split_sentences",
+           "create_nsp_instances", "create_instances_from_document", "sample_random_segments", "truncate_seq_pair",
+           "NSPInstance", "pad_and_stack", "PretrainingCollator", "word_ids_from_ids", "continuation_table"]
+
 
 def read_text_file(path: str | Path) -> str:
     """The text of a UTF-8 text file, or an error that names the file and the problem.

@@ -12,6 +12,8 @@ from torch import nn
 
 from minibert.config import BertConfig
 
+__all__ = ["BertEmbeddings", "embedding_parameter_count"]
+
 
 class BertEmbeddings(nn.Module):
     """x = LayerNorm(E_token[ids] + E_segment[segments] + E_position[positions]), then dropout.

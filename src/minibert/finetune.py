@@ -56,6 +56,10 @@ from minibert.training import (
     train_step,
 )
 
+__all__ = ["train", "FinetuneConfig", "Task", "build_model", "extend_positions", "collate", "predict",
+           "sentiment_features", "sentiment_evaluate", "ner_features", "ner_evaluate", "qa_features", "qa_answers",
+           "qa_evaluate", "answer_question", "label_pieces", "compare", "comparison_table", "main", "plot_comparison"]
+
 
 @dataclass
 class FinetuneConfig:
@@ -92,10 +96,10 @@ class FinetuneConfig:
     def run_dir(self) -> Path:
         if self.out_dir:
             return Path(self.out_dir)
-        return Path("runs/finetune") / f"{self.task}-{init_name(self.init)}"
+        return Path("runs/finetune") / f"{self.task}-{_init_name(self.init)}"
 
 
-def init_name(init: str) -> str:
+def _init_name(init: str) -> str:
     """'scratch', 'minilm', or the run folder's name for a checkpoint folder (runs/tiny/checkpoint -> 'tiny')."""
     path = Path(init)
     return init if init in ("scratch", "minilm") else (path.parent.name if path.name == "checkpoint" else path.name)
@@ -354,7 +358,7 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
     if checkpoint is not None:
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])  # dropout continues with the random stream it would have had
-    print(f"{cfg.task} from {init_name(cfg.init)} ({note}); {len(train_set):,} examples -> {len(features):,} "
+    print(f"{cfg.task} from {_init_name(cfg.init)} ({note}); {len(train_set):,} examples -> {len(features):,} "
           f"features, {cfg.epochs} epochs of {sampler.steps_per_epoch} steps, peak LR {cfg.learning_rate:g}")
     start = time.perf_counter() - elapsed
 
@@ -363,7 +367,7 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
                         {"step": step, "history": history, "elapsed": time.perf_counter() - start,
                          "epoch_losses": losses, "torch_rng": torch.get_rng_state()})
 
-    bar = tqdm(total=total, initial=step, disable=not progress, desc=f"{cfg.task} ({init_name(cfg.init)})")
+    bar = tqdm(total=total, initial=step, disable=not progress, desc=f"{cfg.task} ({_init_name(cfg.init)})")
     with StopSignals() as stop:
         while step < total and not stop.received:
             batch = collate([features[i] for i in sampler.indices(step)])
@@ -387,7 +391,7 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
                 raise KeyboardInterrupt
             raise SystemExit(128 + stop.received)
     test = task.evaluate(model, tokenizer, test_set, cfg)
-    result = {"task": cfg.task, "init": init_name(cfg.init), "metric": task.metric, "test": test,
+    result = {"task": cfg.task, "init": _init_name(cfg.init), "metric": task.metric, "test": test,
               "dev": history[-1] if history else None, "history": history, "steps": step,
               "seconds": time.perf_counter() - start, "train_examples": len(train_set),
               "checkpoint": str(out / "checkpoint")}
@@ -416,11 +420,11 @@ def compare(tasks: tuple[str, ...] = tuple(TASKS), inits: tuple[str, ...] = COMP
     for task in tasks:
         for init in inits:
             cfg = FinetuneConfig(task=task, init=init, like=ours if init == "scratch" else None,
-                                 out_dir=f"{out_root}/{task}-{init_name(init)}",
+                                 out_dir=f"{out_root}/{task}-{_init_name(init)}",
                                  **{**COMPARE_RECIPE.get(task, {}), **settings})
             result = train(cfg, progress=progress)
             score = result["test"][result["metric"]]
-            rows.append({"task": task, "init": init_name(init), "metric": result["metric"],
+            rows.append({"task": task, "init": _init_name(init), "metric": result["metric"],
                          "percent": score if task == "qa" else 100 * score,  # SQuAD scores are percentages already
                          "test": result["test"], "seconds": result["seconds"]})
     return rows
@@ -459,7 +463,7 @@ def plot_comparison(rows: list[dict]):
     return fig
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m minibert.finetune", description="Fine-tune a task head (or, "
                                      "with --compare, every task from every starting point).")
     _add_fields(parser, FinetuneConfig)
@@ -472,7 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = vars(build_parser().parse_args(argv))
+    args = vars(_build_parser().parse_args(argv))
     progress = not args.pop("no_progress")
     comparing, tasks, inits = args.pop("compare"), args.pop("tasks").split(","), args.pop("inits").split(",")
     try:

@@ -20,6 +20,10 @@ from minibert.config import BertConfig
 from minibert.masking import IGNORE_INDEX
 from minibert.model import ACTIVATIONS, BertModel
 
+__all__ = ["BertForPreTraining", "BertForMaskedLM", "BertForPreTrainingOutput", "MaskedLMOutput",
+           "BertPreTrainingHeads", "BertOnlyMLMHead", "BertLMPredictionHead", "BertPredictionHeadTransform",
+           "untie_decoder", "pretraining_loss", "next_sentence_logits", "masked_token_accuracy"]
+
 
 class BertPredictionHeadTransform(nn.Module):
     """dense + activation + LayerNorm before the vocabulary projection (key `cls.predictions.transform`)."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+__all__ = ["mask_tokens", "corrupt", "num_targets", "bernoulli_targets", "word_ids_from_tokens", "expected_counts"]
+
 IGNORE_INDEX = -100  # cross-entropy skips these labels
 
 

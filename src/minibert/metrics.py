@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+__all__ = ["accuracy", "bio_entities", "entity_f1", "normalize_answer", "exact_match", "f1_score", "squad_scores"]
+
 
 def accuracy(predictions: Sequence[int], labels: Sequence[int]) -> float:
     """The fraction of predictions equal to their label (0.0 to 1.0)."""

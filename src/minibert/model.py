@@ -19,6 +19,9 @@ from minibert.checkpoint import PreTrainedMixin
 from minibert.config import BertConfig
 from minibert.embeddings import BertEmbeddings
 
+__all__ = ["BertModel", "BaseModelOutputWithPooling", "BertLayer", "BertIntermediate", "BertEncoder", "BertPooler",
+           "check_input_ids", "count_parameters"]
+
 ACTIVATIONS = {
     "gelu": F.gelu,  # exact erf form, Hugging Face's "gelu"
     "gelu_new": lambda x: F.gelu(x, approximate="tanh"),

@@ -61,6 +61,9 @@ from minibert.training import (
 )
 from minibert.training import loss_counts as loss_counts
 
+__all__ = ["train", "PretrainConfig", "evaluate", "fill_mask", "prepare", "tokenized_corpus", "train_vocab",
+           "build_parser", "main", "plot_history"]
+
 
 @dataclass
 class PretrainConfig:
@@ -201,7 +204,7 @@ def evaluate(model: BertForPreTraining, batches: list[dict[str, torch.Tensor]],
     return {k: v / len(batches) for k, v in sums.items()}
 
 
-def seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[dict[str, torch.Tensor]],
+def _seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list[dict[str, torch.Tensor]],
                      steps: int = 4) -> float:
     """Measured time of one optimizer step (batch making included) plus its share of an evaluation, on a throwaway
     copy of the model: the run's own weights, optimizer and random state are untouched. The first step is not
@@ -317,7 +320,7 @@ class _Run:
         if cfg.max_minutes is None:
             total, how = cfg.max_steps, "max_steps"
         else:
-            per_step = seconds_per_step(self.model, cfg, lambda s: self.batch(self.step + s), self.eval_batches)
+            per_step = _seconds_per_step(self.model, cfg, lambda s: self.batch(self.step + s), self.eval_batches)
             total = steps_in_time(self.step, self.limit - self.elapsed, per_step, cfg.max_steps)
             how = f"{cfg.max_minutes:g} min at {per_step:.3f} s/step (measured), re-fitted to the speed as it runs"
         self.schedule = (Schedule.new(total, cfg.warmup_steps) if self.schedule is None

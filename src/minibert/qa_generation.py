@@ -45,6 +45,10 @@ from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from typing import Any, NamedTuple
 
+__all__ = ["generate_qa", "template_counts", "paragraph_candidates", "sentence_offsets", "eval_contexts", "Candidate",
+           "year_questions", "date_questions", "definition_questions", "how_many_questions", "percentage_questions",
+           "by_whom_questions", "where_questions"]
+
 QA_SEED = 0
 MAX_PER_PARAGRAPH = 4
 MAX_SENTENCE_WORDS = 50

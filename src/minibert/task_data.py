@@ -30,6 +30,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+__all__ = ["load_rotten_tomatoes", "load_wnut16", "load_qa", "load_wiki_qa_eval", "read_rotten_tomatoes",
+           "read_wnut16", "rotten_tomatoes_path", "wnut16_path", "seeded_split", "dedupe", "package_data_file",
+           "MissingDataPackage"]
+
 T = TypeVar("T")
 
 SPLIT_SEED = 0

@@ -22,6 +22,10 @@ from minibert.masking import IGNORE_INDEX
 from minibert.model import BertModel
 from minibert.tokenization import CLS, SEP, SPECIAL_TOKENS, BertTokenizer, WordPieceTokenizer, _is_punctuation
 
+__all__ = ["BertForSequenceClassification", "BertForTokenClassification", "BertForQuestionAnswering",
+           "SequenceClassifierOutput", "TokenClassifierOutput", "QuestionAnsweringModelOutput", "align_labels",
+           "encode_with_offsets", "encode_words", "prepare_qa_features", "best_span"]
+
 
 @dataclass
 class SequenceClassifierOutput:

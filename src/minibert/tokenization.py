@@ -16,6 +16,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["BertTokenizer", "BasicTokenizer", "WordPieceTokenizer", "Encoding", "load_vocab", "build_inputs",
+           "split_into_windows", "train_wordpiece", "in_stable_order", "save_vocab", "pretrained_dir",
+           "pretrained_vocab_file"]
+
 # The special tokens of BERT, in the order of bert-base-uncased's vocab.txt ids 0, 100, 101, 102, 103 and of
 # every vocabulary this package trains (ids 0-4).
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"

@@ -22,6 +22,8 @@ import torch
 
 from minibert.config import BertConfig
 
+__all__ = ["flops_per_token", "mfu", "peak_flops", "speed_report", "main"]
+
 # Dense bf16 tensor-core peaks in TFLOP/s (without 2:4 sparsity), from NVIDIA's data sheets, matched in this order
 # against the GPU's name: the PCIe and NVL boards before the SXM ones that share their model number.
 PEAK_TFLOPS = {"H100 PCIe": 756.0, "H100 NVL": 835.0, "H200 NVL": 835.0, "H100": 989.0, "H200": 989.0,

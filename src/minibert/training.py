@@ -36,6 +36,10 @@ from torch.nn.parallel import DistributedDataParallel
 from minibert.masking import IGNORE_INDEX
 from minibert.tokenization import BertTokenizer
 
+__all__ = ["train_step", "loss_counts", "make_optimizer", "autocast", "Schedule", "steps_in_time", "EpochSampler",
+           "StopSignals", "save_checkpoint", "load_trainer_state", "latest_checkpoint", "world", "all_reduce",
+           "start_process"]
+
 
 # The command line of a loop is made from its config dataclass: each field carries its flag and help (`_arg`), and
 # `_add_fields` turns the fields into flags (PretrainConfig's, chapter 08's FinetuneConfig's).

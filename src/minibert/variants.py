@@ -32,6 +32,11 @@ from minibert.pretrain import tokenized_corpus
 from minibert.tokenization import BertTokenizer
 from minibert.training import EpochSampler, Schedule, make_optimizer, train_step
 
+__all__ = ["pack_sentences", "MLMCollator", "replace_with_samples", "electra_loss", "ElectraForPreTraining",
+           "ElectraForPreTrainingOutput", "ElectraDiscriminatorPredictions", "Electra", "ElectraOutput",
+           "generator_config", "rtd_accuracy", "StudyConfig", "corpus_rows", "eval_batches", "mlm_accuracy",
+           "pretrain_rows", "sentence_features", "probe_sentiment", "masking_rate_study", "main", "plot_masking_rates"]
+
 MASKING_RATES = (0.05, 0.15, 0.30, 0.45)  # the study: BERT's 15%, ModernBERT's 30%, one below and one above
 
 
