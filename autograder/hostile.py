@@ -1,4 +1,4 @@
-"""Hostile and broken submissions, each with the outcome the grader must produce (tests/test_hostile.py).
+"""Hostile and broken submissions, each with the outcome the grader must produce (tests/course/test_hostile.py).
 
 Nearly every case is a submission of chapter 02 built from the released notebook: most answer the exercises with
 stubs or a wrong answer and add an attack that, under plain nbgrader (an IPython kernel with the course folder and

@@ -31,7 +31,7 @@ GRADER_ONLY = ("sealed.py", "judge.py", "checker.py", "wire.py", "sanitize.py", 
                "release.py")  # instructor tooling, not for the kit
 
 # where each item of the lecture is taught and graded (chapter 10's review names it): cell ids, grade ids and points,
-# which the release notebooks hold too; no test source, no expected values (tests/test_student_kit.py checks)
+# which the release notebooks hold too; no test source, no expected values (tests/course/test_student_kit.py checks)
 LECTURE_COVERAGE = "docs/lecture_coverage.md"
 
 KIT_MAKEFILE = """\

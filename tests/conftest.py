@@ -126,7 +126,7 @@ def graded_class(tmp_path_factory) -> GradedClass:
     honest = _autograder("honest")
     try:
         variants = honest.variants()
-    except SystemExit as exc:  # a malformed honest catalogue fails tests/test_honest.py, not the whole session
+    except SystemExit as exc:  # a malformed honest catalogue fails tests/course/test_honest.py, not the whole session
         catalogue_problems["honest"] = str(exc)
         variants = []
     for v in variants:

@@ -3,8 +3,8 @@
 One source for two documents: the README's chapter table and notebook 00 (`notebooks/00_course_map.ipynb`, written
 by `make release` with the other notebooks, checked by `make check-sync`). The chapters, their titles, modules and
 points come from the notebooks (`minibert_course.chapters`); run times are measured (`python -m
-minibert_course.course_map --measure` runs every solution notebook top to bottom, as tests/test_notebooks.py does,
-and writes course_times.json).
+minibert_course.course_map --measure` runs every solution notebook top to bottom, as tests/course/test_notebooks.py
+does, and writes course_times.json).
 """
 
 from __future__ import annotations

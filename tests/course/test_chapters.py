@@ -89,3 +89,14 @@ def test_a_notebook_without_its_metadata_or_title_says_what_to_add(tmp_path):
         chapters.chapters(tmp_path)
     with pytest.raises(KeyError, match="the chapters are 01_wordpiece"):
         chapters.chapter("11")
+
+
+def test_the_package_tests_are_tests_and_the_course_tests_are_tests_course():
+    """The split is by folder: tests/ holds exactly the package tests the chapters list (the student kit ships them),
+    tests/course/ the course's own (notebooks, grader, kit, docs), which need the repository."""
+    top = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    assert top == set(chapters.package_tests()), (
+        f"in tests/ but no chapter lists them: {sorted(top - set(chapters.package_tests()))} (list them in a "
+        "notebook's minibert.tests, or move them to tests/course/)")
+    course = {p.name for p in (ROOT / "tests" / "course").glob("test_*.py")}
+    assert course and not course & top

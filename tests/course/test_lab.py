@@ -28,7 +28,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # tests/course/ -> the repository
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 STARTUP_TIMEOUT_S = 90
 # No proxy for 127.0.0.1, whatever http_proxy says.
