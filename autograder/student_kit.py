@@ -22,6 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from minibert_course import chapters
 from minibert_course.certify import CHAPTERS, PACKAGE_TESTS
 from minibert_course.export import KIT_MARKER, PACKAGE, build_package
 
@@ -221,9 +222,13 @@ def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
     shutil.copytree(root / "src" / PACKAGE / "resources", package / "resources")  # data files (no code)
     shutil.copytree(root / "src" / "minibert_course", kit / "src" / "minibert_course",  # the grader stays home
                     ignore=shutil.ignore_patterns("__pycache__", *GRADER_ONLY))
+    chapters.freeze(kit / "src" / "minibert_course" / "chapters.json", root)  # never read from the student's notebooks
     for name in ("pyproject.toml", "constraints.txt", "environment.yml", "data-requirements.txt", LECTURE_COVERAGE):
         (kit / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, kit / name)
+    pyproject = (kit / "pyproject.toml").read_text(encoding="utf-8")  # the kit has no autograder package to find
+    (kit / "pyproject.toml").write_text("".join(line for line in pyproject.splitlines(keepends=True)
+                                                if not line.startswith("pythonpath = ")), encoding="utf-8")
     (kit / "Makefile").write_text(KIT_MAKEFILE, encoding="utf-8")
     (kit / "README.md").write_text(KIT_README.replace("{chapters}", chapter_table()), encoding="utf-8")
     (kit / "tests").mkdir()

@@ -4,16 +4,18 @@ table, the student kit and its certificate, the grader, the mutation catalogue a
 A chapter is a notebook `NN_name.ipynb` (NN from 01: notebook 00 is the course map). Everything the registry says
 comes from it:
 
-- number, stem and name from the file name; the title from its first heading (`# Chapter NN · Title: more`, the
-  part before the colon);
+- number, stem and name from the file name; the title from its heading (`# Chapter NN · Title: more`, the part
+  before the colon, unless the metadata gives a `title`);
 - the modules it builds from its `#| export` cells (in order, `__init__` left out);
 - its points from the nbgrader metadata (autograded code cells, manually graded markdown cells) and its exercises
   from the solution cells;
 - what the cells cannot say, under the notebook's metadata key `minibert`: `needs` (the chapters whose ideas it
   uses) and `tests` (the package tests of its modules, which the student kit ships and its certificate runs).
 
-The instructor's repository reads `solutions/`; a student kit, which has none, reads the release notebooks
-(`notebooks/`, which keep the same metadata and the same points).
+The instructor's repository reads `solutions/` (or, where there are none, the release notebooks in `notebooks/`,
+which keep the same metadata and points). A student kit reads neither: its notebooks are the student's own work,
+which may be renamed, duplicated or edited above the title, so the kit builder freezes the registry into
+`chapters.json` next to this file, and `chapters()` reads that.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+FROZEN = Path(__file__).with_name("chapters.json")  # a student kit's registry, written when the kit is built
 PATTERN = "[0-9][0-9]_*.ipynb"
 _DIRECTIVE = re.compile(r"^#\|\s*(\w+)\s*(.*?)\s*$")
 _TITLE = re.compile(r"^#\s+Chapter\s+\d+\s*·\s*(.+?)\s*$")
@@ -71,15 +74,14 @@ def read(path: Path) -> Chapter:
         raise ValueError(f"{path.name}: the notebook's metadata has no 'minibert' entry with 'tests' (and 'needs'): "
                          "add {\"minibert\": {\"needs\": [...], \"tests\": [...]}} to its metadata")
     title: str | None = None
-    first_markdown = True
     modules: list[str] = []
     auto = manual = 0.0
     exercises = 0
     for cell in nb["cells"]:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        if first_markdown and cell["cell_type"] == "markdown":
-            match = _TITLE.match(source.split("\n", 1)[0])
-            title, first_markdown = (match.group(1).split(": ")[0] if match else None), False
+        if title is None and cell["cell_type"] == "markdown":
+            match = next(filter(None, map(_TITLE.match, source.split("\n"))), None)
+            title = meta.get("title") or (match.group(1).split(": ")[0] if match else None)
         grading = cell.get("metadata", {}).get("nbgrader", {})
         if grading.get("grade"):
             if cell["cell_type"] == "markdown":
@@ -93,7 +95,7 @@ def read(path: Path) -> Chapter:
             if module and module != "__init__" and module not in modules:
                 modules.append(module)
     if title is None:
-        raise ValueError(f"{path.name}: its first markdown cell must start with '# Chapter NN · Title'")
+        raise ValueError(f"{path.name}: no markdown cell has the chapter's heading '# Chapter NN · Title'")
     return Chapter(path.stem[:2], path.stem, title, tuple(modules), tuple(meta["tests"]),
                    tuple(meta.get("needs", [])), auto, manual, exercises)
 
@@ -125,12 +127,33 @@ def _default_module(nb: dict) -> str | None:
 
 @functools.lru_cache(maxsize=4)
 def _chapters(where: Path) -> tuple[Chapter, ...]:
-    return tuple(read(p) for p in sorted(where.glob(PATTERN)) if not p.stem.startswith("00_"))  # 00: the map
+    found = tuple(read(p) for p in sorted(where.glob(PATTERN)) if not p.stem.startswith("00_"))  # 00: the map
+    if not found:
+        raise ValueError(f"no chapter notebooks (NN_name.ipynb) in {where}: run from the course's folder, with "
+                         "minibert_course installed from it (pip install -e .)")
+    numbers = [c.number for c in found]
+    if numbers != [f"{i:02d}" for i in range(1, len(found) + 1)]:
+        raise ValueError(f"the chapters in {where} are numbered {numbers}: each of 01, 02, ... once, in order")
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _frozen() -> tuple[Chapter, ...]:
+    return tuple(Chapter(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
+                 for c in json.loads(FROZEN.read_text(encoding="utf-8")))
 
 
 def chapters(root: Path = ROOT) -> tuple[Chapter, ...]:
-    """Every chapter, in order."""
+    """Every chapter, in order: a kit's frozen registry, else the notebooks'."""
+    if root == ROOT and FROZEN.exists():
+        return _frozen()
     return _chapters(folder(root))
+
+
+def freeze(dest: Path, root: Path = ROOT) -> Path:
+    """Write the registry of `root` to `dest` (a kit's src/minibert_course/chapters.json)."""
+    dest.write_text(json.dumps([asdict(c) for c in chapters(root)], indent=1) + "\n", encoding="utf-8")
+    return dest
 
 
 def stems(root: Path = ROOT) -> list[str]:

@@ -81,7 +81,7 @@ def test_a_notebook_without_its_metadata_or_title_says_what_to_add(tmp_path):
     untitled = dict(nb, cells=nb["cells"][1:])
     (tmp_path / "solutions" / SOLUTIONS[1].name).write_text(json.dumps(untitled), encoding="utf-8")
     chapters._chapters.cache_clear()
-    with pytest.raises(ValueError, match="must start with '# Chapter NN · Title'"):
+    with pytest.raises(ValueError, match="no markdown cell has the chapter's heading"):
         chapters.chapters(tmp_path)
     (tmp_path / "solutions" / SOLUTIONS[1].name).write_text('{"cells": [', encoding="utf-8")
     chapters._chapters.cache_clear()
@@ -100,3 +100,33 @@ def test_the_package_tests_are_tests_and_the_course_tests_are_tests_course():
         "notebook's minibert.tests, or move them to tests/course/)")
     course = {p.name for p in (ROOT / "tests" / "course").glob("test_*.py")}
     assert course and not course & top
+
+
+def test_a_heading_below_other_cells_a_gap_a_repeat_or_no_notebooks(tmp_path):
+    """The title is the first '# Chapter' heading wherever it sits; chapters are numbered 01, 02, ... once each; a
+    folder without chapters is an error that names it, not an empty course."""
+    folder = tmp_path / "solutions"
+    folder.mkdir()
+    with pytest.raises(ValueError, match=f"no chapter notebooks .* in {tmp_path}"):  # solutions/ or notebooks/
+        chapters.chapters(tmp_path)
+    nb = json.loads(SOLUTIONS[0].read_text(encoding="utf-8"))
+    nb["cells"].insert(0, {"cell_type": "markdown", "id": "note", "metadata": {}, "source": ["my notes"]})
+    (folder / SOLUTIONS[0].name).write_text(json.dumps(nb), encoding="utf-8")
+    assert chapters.chapters(tmp_path)[0].title == chapters.chapter("01").title
+    chapters._chapters.cache_clear()
+    (folder / "03_copy.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"numbered \['01', '03'\]"):
+        chapters.chapters(tmp_path)
+    chapters._chapters.cache_clear()
+
+
+def test_a_frozen_registry_is_the_registry(tmp_path, monkeypatch):
+    """A kit reads chapters.json, written from the notebooks when the kit is built: the same chapters."""
+    frozen = chapters.freeze(tmp_path / "chapters.json")
+    monkeypatch.setattr(chapters, "FROZEN", frozen)
+    chapters._frozen.cache_clear()
+    try:
+        assert chapters.chapters() == chapters._chapters(chapters.folder(ROOT))
+        assert chapters.chapter("10").title == "Beyond BERT: RoBERTa, ELECTRA, the masking rate"
+    finally:
+        chapters._frozen.cache_clear()

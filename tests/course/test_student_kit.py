@@ -345,3 +345,33 @@ def test_fresh_kit_is_not_a_failure(kit, tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.count("not yet exported") >= 7
     assert "not yet exported: chapter 01, 02, 03, 04, 05, 06, 07" in run.stdout
+
+
+def test_the_kits_chapters_do_not_depend_on_the_students_notebooks(kit):
+    """The kit's notebooks are the student's work: renamed, duplicated, edited above the title, joined by notebooks
+    of their own. The chapter list (and so what `make test` runs and certifies) is the one frozen when the kit was
+    built, whatever the notebooks folder holds."""
+    code = ("from minibert_course.certify import CHAPTERS, PACKAGE_TESTS\n"
+            "print([c.stem for c in CHAPTERS], len(PACKAGE_TESTS))")
+    before = kit_python(kit, code)
+    assert before.returncode == 0, before.stderr
+    assert (kit / "src" / "minibert_course" / "chapters.json").is_file()
+    notebooks = kit / "notebooks"
+    moved = notebooks / "08_finetuning.ipynb"
+    mine = notebooks / "finetuning_mine.ipynb"
+    extra = notebooks / "11_my_project.ipynb"
+    head = notebooks / "05_data.ipynb"
+    saved = head.read_bytes()
+    try:
+        moved.rename(mine)
+        extra.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', encoding="utf-8")
+        nb = json.loads(saved)
+        nb["cells"].insert(0, {"cell_type": "markdown", "id": "my-notes", "metadata": {}, "source": ["my notes"]})
+        head.write_text(json.dumps(nb), encoding="utf-8")
+        after = kit_python(kit, code)
+    finally:
+        mine.rename(moved)
+        extra.unlink(missing_ok=True)
+        head.write_bytes(saved)
+    assert after.returncode == 0 and after.stdout == before.stdout, after.stdout + after.stderr
+    assert "08_finetuning" in before.stdout and "11_my_project" not in before.stdout
