@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from minibert.cli import add_fields, arg
 from minibert.config import BertConfig
 from minibert.masking import IGNORE_INDEX
 from minibert.metrics import accuracy, entity_f1, squad_scores
@@ -47,8 +48,6 @@ from minibert.training import (
     EpochSampler,
     Schedule,
     StopSignals,
-    _add_fields,
-    _arg,
     latest_checkpoint,
     load_trainer_state,
     make_optimizer,
@@ -65,30 +64,30 @@ __all__ = ["train", "FinetuneConfig", "Task", "build_model", "extend_positions",
 class FinetuneConfig:
     """A fine-tuning run; every field is also a flag of `python -m minibert.finetune`."""
 
-    task: str = field(default="sentiment", metadata=_arg("sentiment (Rotten Tomatoes), ner (WNUT-16 tweets) or qa "
+    task: str = field(default="sentiment", metadata=arg("sentiment (Rotten Tomatoes), ner (WNUT-16 tweets) or qa "
                                                          "(questions on the Wikipedia sample)"))
-    init: str = field(default="minilm", metadata=_arg("first weights: 'scratch', 'minilm' (the real MiniLM weights) or "
+    init: str = field(default="minilm", metadata=arg("first weights: 'scratch', 'minilm' (the real MiniLM weights) or "
                                                       "a checkpoint folder, e.g. runs/tiny/checkpoint"))
-    out_dir: str | None = field(default=None, metadata=_arg("run folder; resumes from its checkpoint (default: "
+    out_dir: str | None = field(default=None, metadata=arg("run folder; resumes from its checkpoint (default: "
                                                             "runs/finetune/TASK-INIT)", "--out"))
-    like: str | None = field(default=None, metadata=_arg("with --init scratch: the size and vocabulary of this "
+    like: str | None = field(default=None, metadata=arg("with --init scratch: the size and vocabulary of this "
                                                          "checkpoint folder (default: BertConfig.tiny() with "
                                                          "bert-base-uncased's vocabulary)"))
-    epochs: int = field(default=3, metadata=_arg("passes over the training set"))
-    batch_size: int = field(default=32, metadata=_arg("examples (QA: windows) per step"))
-    learning_rate: float | None = field(default=None, metadata=_arg("peak learning rate (default: 1e-4 for a model "
+    epochs: int = field(default=3, metadata=arg("passes over the training set"))
+    batch_size: int = field(default=32, metadata=arg("examples (QA: windows) per step"))
+    learning_rate: float | None = field(default=None, metadata=arg("peak learning rate (default: 1e-4 for a model "
                                                                      "256 or more wide, 1e-3 for a narrower one)",
                                                                      "--lr"))
-    warmup_ratio: float = field(default=0.1, metadata=_arg("share of the steps spent warming up"))
-    weight_decay: float = field(default=0.01, metadata=_arg("AdamW weight decay (weight matrices only)"))
-    max_grad_norm: float = field(default=1.0, metadata=_arg("clip the gradient norm to this"))
-    max_seq_length: int | None = field(default=None, metadata=_arg("positions per input (default: 64; qa: 192)",
+    warmup_ratio: float = field(default=0.1, metadata=arg("share of the steps spent warming up"))
+    weight_decay: float = field(default=0.01, metadata=arg("AdamW weight decay (weight matrices only)"))
+    max_grad_norm: float = field(default=1.0, metadata=arg("clip the gradient norm to this"))
+    max_seq_length: int | None = field(default=None, metadata=arg("positions per input (default: 64; qa: 192)",
                                                                    "--seq-len"))
-    doc_stride: int = field(default=64, metadata=_arg("qa: context pieces shared by two windows of a long context"))
-    label_all_pieces: bool = field(default=False, metadata=_arg("ner: label every piece of a word, not the first"))
-    limit_train: int | None = field(default=None, metadata=_arg("use only the first N training examples"))
-    limit_eval: int | None = field(default=None, metadata=_arg("use only the first N dev and test examples"))
-    seed: int = field(default=0, metadata=_arg("seed of the new head, the batch order and dropout"))
+    doc_stride: int = field(default=64, metadata=arg("qa: context pieces shared by two windows of a long context"))
+    label_all_pieces: bool = field(default=False, metadata=arg("ner: label every piece of a word, not the first"))
+    limit_train: int | None = field(default=None, metadata=arg("use only the first N training examples"))
+    limit_eval: int | None = field(default=None, metadata=arg("use only the first N dev and test examples"))
+    seed: int = field(default=0, metadata=arg("seed of the new head, the batch order and dropout"))
 
     def seq_length(self) -> int:
         return self.max_seq_length or (192 if self.task == "qa" else 64)
@@ -466,7 +465,7 @@ def plot_comparison(rows: list[dict]):
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m minibert.finetune", description="Fine-tune a task head (or, "
                                      "with --compare, every task from every starting point).")
-    _add_fields(parser, FinetuneConfig)
+    add_fields(parser, FinetuneConfig)
     parser.add_argument("--compare", action="store_true", help="every task in --tasks from every start in --inits; "
                         "prints a table and writes comparison.json and comparison.png into runs/finetune")
     parser.add_argument("--tasks", default=",".join(TASKS), help="with --compare (default: %(default)s)")

@@ -34,6 +34,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from minibert.cli import add_fields, arg
 from minibert.config import BertConfig
 from minibert.data import NSPInstance, PretrainingCollator, create_nsp_instances, load_documents
 from minibert.heads import BertForPreTraining, masked_token_accuracy
@@ -46,8 +47,6 @@ from minibert.training import (
     EpochSampler,
     Schedule,
     StopSignals,
-    _add_fields,
-    _arg,
     all_reduce,
     autocast,
     latest_checkpoint,
@@ -69,50 +68,50 @@ __all__ = ["train", "PretrainConfig", "evaluate", "fill_mask", "prepare", "token
 class PretrainConfig:
     """A pretraining run; every field is also a flag of `python -m minibert.pretrain` (see `build_parser`)."""
 
-    out_dir: str = field(default="runs/tiny", metadata=_arg("run folder; resumes from its checkpoint", "--out"))
-    corpus: str = field(default="wikipedia", metadata=_arg("'wikipedia' (gensim's sample) or a folder of .txt"))
-    limit_documents: int | None = field(default=None, metadata=_arg("use only the first N documents"))
-    vocab_size: int = field(default=8000, metadata=_arg("WordPiece vocabulary to train"))
-    max_seq_length: int = field(default=128, metadata=_arg("positions per input", "--seq-len"))
-    dupe_factor: int = field(default=5, metadata=_arg("passes over the corpus when building NSP pairs"))
-    whole_word_mask: bool = field(default=False, metadata=_arg("mask all pieces of a word together"))
-    batch_size: int = field(default=32, metadata=_arg("pairs per optimizer step"))
-    learning_rate: float = field(default=1e-3, metadata=_arg("peak learning rate (tiny models take more than "
+    out_dir: str = field(default="runs/tiny", metadata=arg("run folder; resumes from its checkpoint", "--out"))
+    corpus: str = field(default="wikipedia", metadata=arg("'wikipedia' (gensim's sample) or a folder of .txt"))
+    limit_documents: int | None = field(default=None, metadata=arg("use only the first N documents"))
+    vocab_size: int = field(default=8000, metadata=arg("WordPiece vocabulary to train"))
+    max_seq_length: int = field(default=128, metadata=arg("positions per input", "--seq-len"))
+    dupe_factor: int = field(default=5, metadata=arg("passes over the corpus when building NSP pairs"))
+    whole_word_mask: bool = field(default=False, metadata=arg("mask all pieces of a word together"))
+    batch_size: int = field(default=32, metadata=arg("pairs per optimizer step"))
+    learning_rate: float = field(default=1e-3, metadata=arg("peak learning rate (tiny models take more than "
                                                              "BERT-Base's 1e-4)", "--lr"))
-    warmup_steps: int | None = field(default=None, metadata=_arg("linear warm-up steps (default: 10%% of the "
+    warmup_steps: int | None = field(default=None, metadata=arg("linear warm-up steps (default: 10%% of the "
                                                                  "scheduled steps)", "--warmup"))
-    weight_decay: float = field(default=0.01, metadata=_arg("AdamW weight decay (not on biases and LayerNorm)"))
-    max_grad_norm: float | None = field(default=1.0, metadata=_arg("clip the gradient norm to this"))
-    max_steps: int | None = field(default=None, metadata=_arg("stop after this many optimizer steps", "--steps"))
-    max_minutes: float | None = field(default=None, metadata=_arg("stop after this much training time",
+    weight_decay: float = field(default=0.01, metadata=arg("AdamW weight decay (not on biases and LayerNorm)"))
+    max_grad_norm: float | None = field(default=1.0, metadata=arg("clip the gradient norm to this"))
+    max_steps: int | None = field(default=None, metadata=arg("stop after this many optimizer steps", "--steps"))
+    max_minutes: float | None = field(default=None, metadata=arg("stop after this much training time",
                                                                   "--minutes"))
-    eval_every: int = field(default=200, metadata=_arg("evaluate on held-out articles every N steps"))
-    eval_batches: int = field(default=8, metadata=_arg("batches per evaluation"))
-    eval_at_start: bool = field(default=False, metadata=_arg("also evaluate the untrained model (step 0) before "
+    eval_every: int = field(default=200, metadata=arg("evaluate on held-out articles every N steps"))
+    eval_batches: int = field(default=8, metadata=arg("batches per evaluation"))
+    eval_at_start: bool = field(default=False, metadata=arg("also evaluate the untrained model (step 0) before "
                                                              "the first step, as the first point of the curves"))
-    checkpoint_every: int = field(default=500, metadata=_arg("write the checkpoint every N steps"))
-    stop_after_step: int | None = field(default=None, metadata=_arg(
+    checkpoint_every: int = field(default=500, metadata=arg("write the checkpoint every N steps"))
+    stop_after_step: int | None = field(default=None, metadata=arg(
         "stop after step N as a SIGTERM during it would: finish it, write the checkpoint, exit 143 (run again to "
         "resume)"))
-    seed: int = field(default=0, metadata=_arg("seed of the data order, the masks and the initialization"))
-    hidden_size: int = field(default=128, metadata=_arg("model width H"))
-    num_hidden_layers: int = field(default=2, metadata=_arg("encoder layers L"))
-    num_attention_heads: int = field(default=2, metadata=_arg("attention heads A"))
-    intermediate_size: int = field(default=512, metadata=_arg("feed-forward width"))
-    hidden_dropout_prob: float = field(default=0.1, metadata=_arg("dropout after embeddings and sublayers",
+    seed: int = field(default=0, metadata=arg("seed of the data order, the masks and the initialization"))
+    hidden_size: int = field(default=128, metadata=arg("model width H"))
+    num_hidden_layers: int = field(default=2, metadata=arg("encoder layers L"))
+    num_attention_heads: int = field(default=2, metadata=arg("attention heads A"))
+    intermediate_size: int = field(default=512, metadata=arg("feed-forward width"))
+    hidden_dropout_prob: float = field(default=0.1, metadata=arg("dropout after embeddings and sublayers",
                                                                   "--dropout"))
-    attention_probs_dropout_prob: float = field(default=0.1, metadata=_arg("dropout on attention probabilities",
+    attention_probs_dropout_prob: float = field(default=0.1, metadata=arg("dropout on attention probabilities",
                                                                            "--attention-dropout"))
-    max_position_embeddings: int | None = field(default=None, metadata=_arg(
+    max_position_embeddings: int | None = field(default=None, metadata=arg(
         "learned positions (default: --seq-len); a 128-position first phase given 512 here can be resumed with "
         "--seq-len 512, as in BERT's recipe (chapter 09)", "--max-positions"))
-    gradient_accumulation_steps: int = field(default=1, metadata=_arg(
+    gradient_accumulation_steps: int = field(default=1, metadata=arg(
         "split each batch into N micro-batches, one backward each: the same update in less memory", "--grad-accum"))
-    device: str = field(default="auto", metadata=_arg("'cpu', 'cuda', or 'auto' (the GPU when there is one; under "
+    device: str = field(default="auto", metadata=arg("'cpu', 'cuda', or 'auto' (the GPU when there is one; under "
                                                       "torchrun, this process's GPU)"))
-    precision: str = field(default="fp32", metadata=_arg("'fp32', or 'bf16' (autocast: bf16 matrix products, fp32 "
+    precision: str = field(default="fp32", metadata=arg("'fp32', or 'bf16' (autocast: bf16 matrix products, fp32 "
                                                          "weights and optimizer)"))
-    compile: bool = field(default=False, metadata=_arg("torch.compile the model for training"))
+    compile: bool = field(default=False, metadata=arg("torch.compile the model for training"))
 
     def model_config(self, vocab_size: int) -> BertConfig:
         return BertConfig.tiny(vocab_size=vocab_size, max_position_embeddings=self.max_position_embeddings or
@@ -550,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line, made from PretrainConfig's fields: a new field is a new flag, with no second list."""
     parser = argparse.ArgumentParser(prog="python -m minibert.pretrain", description="Pretrain a small BERT (MLM + "
                                      "NSP) and resume it; give --steps or --minutes (or both).")
-    _add_fields(parser, PretrainConfig)
+    add_fields(parser, PretrainConfig)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 

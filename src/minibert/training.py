@@ -17,7 +17,6 @@ schedule) as JSON, the tensors (optimizer moments, random states) in a file that
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -26,7 +25,7 @@ import shutil
 import signal
 import sys
 import threading
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -39,31 +38,6 @@ from minibert.tokenization import BertTokenizer
 __all__ = ["train_step", "loss_counts", "make_optimizer", "autocast", "Schedule", "steps_in_time", "EpochSampler",
            "StopSignals", "save_checkpoint", "load_trainer_state", "latest_checkpoint", "world", "all_reduce",
            "start_process"]
-
-
-# The command line of a loop is made from its config dataclass: each field carries its flag and help (`_arg`), and
-# `_add_fields` turns the fields into flags (PretrainConfig's, chapter 08's FinetuneConfig's).
-def _arg(help: str, flag: str | None = None) -> dict:
-    """Field metadata: the command-line flag (default: --field-name) and its help. The CLI is built from these."""
-    return {"help": help, "flag": flag}
-
-
-def _field_type(annotation: str) -> type:
-    """`int | None` -> int: the CLI type of a field (annotations are strings here, see `from __future__`)."""
-    name = annotation.replace(" | None", "")
-    return {"int": int, "float": float, "str": str, "bool": bool}[name]
-
-
-def _add_fields(parser: argparse.ArgumentParser, config_class: type) -> None:
-    """One flag per field of a config dataclass (its metadata: flag and help)."""
-    for f in fields(config_class):
-        flag, kind = f.metadata["flag"] or "--" + f.name.replace("_", "-"), _field_type(f.type)
-        if kind is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
-                                help=f.metadata["help"])
-        else:
-            parser.add_argument(flag, dest=f.name, type=kind, default=f.default, metavar=kind.__name__.upper(),
-                                help=f.metadata["help"] + " (default: %(default)s)")
 
 
 class EpochSampler:
