@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from minibert.checkpoint import PreTrainedMixin
+from minibert.cli import add_fields, arg, config_from_args
 from minibert.config import BertConfig
 from minibert.heads import BertForMaskedLM, masked_token_accuracy
 from minibert.masking import IGNORE_INDEX, mask_tokens
@@ -103,17 +104,18 @@ class MLMCollator:
 class StudyConfig:
     """One setting for every run of the study: the same corpus, vocabulary, model, batches and steps."""
 
-    corpus: str = "wikipedia"
-    limit_documents: int | None = None
-    vocab_size: int = 4000
-    max_seq_length: int = 64
-    batch_size: int = 32
-    steps: int = 3000
-    learning_rate: float = 1e-3
-    seed: int = 0
-    rates: tuple[float, ...] = MASKING_RATES
-    downstream_train: int = 4000  # Rotten Tomatoes snippets that train the sentiment probe
-    eval_rows: int = 256
+    corpus: str = field(default="wikipedia", metadata=arg("'wikipedia' (gensim's sample) or a folder of .txt"))
+    limit_documents: int | None = field(default=None, metadata=arg("use only the first N documents"))
+    vocab_size: int = field(default=4000, metadata=arg("WordPiece vocabulary to train"))
+    max_seq_length: int = field(default=64, metadata=arg("positions per row", "--seq-len"))
+    batch_size: int = field(default=32, metadata=arg("rows per step"))
+    steps: int = field(default=3000, metadata=arg("pretraining steps per rate"))
+    learning_rate: float = field(default=1e-3, metadata=arg("peak learning rate", "--lr"))
+    seed: int = field(default=0, metadata=arg("seed of the weights, the batches and the masks"))
+    rates: tuple[float, ...] = field(default=MASKING_RATES, metadata=arg("masking rates"))
+    downstream_train: int = field(default=4000, metadata=arg("Rotten Tomatoes snippets that train the sentiment "
+                                                             "probe (the downstream score)"))
+    eval_rows: int = field(default=256, metadata=arg("held-out rows the MLM accuracy is measured on"))
 
 
 def corpus_rows(cfg: StudyConfig, out: Path) -> tuple[BertTokenizer, list[list[int]], list[list[int]]]:
@@ -429,18 +431,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minibert.variants", description=main.__doc__)
     parser.add_argument("--masking-rates", action="store_true", help="run the masking-rate study")
     parser.add_argument("--out", default="runs/masking-rates", help="folder of the study's models and JSON")
-    parser.add_argument("--steps", type=int, default=StudyConfig.steps, help="pretraining steps per rate")
-    parser.add_argument("--rates", type=float, nargs="+", default=list(MASKING_RATES), help="masking rates")
-    parser.add_argument("--limit-documents", type=int, default=None, help="use only the first N documents")
-    parser.add_argument("--downstream-train", type=int, default=StudyConfig.downstream_train,
-                        help="sentiment snippets that train the probe (the downstream score)")
+    add_fields(parser, StudyConfig)  # every field of the study's setting is a flag
     args = parser.parse_args(argv)
     if not args.masking_rates:
         parser.error("nothing to do: give --masking-rates")
     if any(not 0 < r < 1 for r in args.rates):
-        parser.error(f"--rates must lie between 0 and 1 (a share of the positions), got {args.rates}")
-    cfg = StudyConfig(steps=args.steps, rates=tuple(args.rates), limit_documents=args.limit_documents,
-                      downstream_train=args.downstream_train)
+        parser.error(f"--rates must lie between 0 and 1 (a share of the positions), got {list(args.rates)}")
+    cfg = config_from_args(StudyConfig, args)
     masking_rate_study(cfg, args.out)
     print(f"wrote {Path(args.out) / 'masking_rates.json'}")
     return 0
