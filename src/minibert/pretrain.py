@@ -61,7 +61,7 @@ from minibert.training import (
 from minibert.training import loss_counts as loss_counts
 
 __all__ = ["train", "PretrainConfig", "evaluate", "fill_mask", "prepare", "tokenized_corpus", "train_vocab",
-           "build_parser", "main", "plot_history"]
+           "build_parser", "run_command", "main", "plot_history"]
 
 
 @dataclass
@@ -554,10 +554,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None,
+                extra: dict | None = None) -> tuple[PretrainConfig, dict] | int:
+    """What every pretraining command does (`python -m minibert.pretrain`, `python -m minibert.train`): parse the
+    flags into a PretrainConfig, check that the run has an end, train (under torchrun too), and take the process
+    group down. Returns the config and the result for the first process to report; else the exit status (130 after
+    Ctrl+C, 0 for the other processes under torchrun). `extra` names the parser's flags that are not fields of the
+    config (`{"peak_tflops": None}`): their values are written into it."""
     args = vars(parser.parse_args(argv))
     progress = not args.pop("no_progress")
+    for name in extra or {}:
+        extra[name] = args.pop(name)
     cfg = PretrainConfig(**args)
     if cfg.max_minutes is None and cfg.max_steps is None:
         parser.error("give --minutes or --steps (or both)")
@@ -570,6 +577,14 @@ def main(argv: list[str] | None = None) -> int:
             dist.destroy_process_group()
     if int(os.environ.get("RANK", 0)) != 0:  # under torchrun, the first process reports
         return 0
+    return cfg, result
+
+
+def main(argv: list[str] | None = None) -> int:
+    outcome = run_command(build_parser(), argv)
+    if isinstance(outcome, int):
+        return outcome
+    cfg, result = outcome
     final = result["final"]
     print(f"step {result['step']} after {result['seconds'] / 60:.1f} min: masked-token accuracy "
           f"{final['mlm_accuracy']:.3f}, NSP accuracy {final['nsp_accuracy']:.3f}, loss {final['loss']:.3f} "

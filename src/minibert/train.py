@@ -14,7 +14,6 @@ and a report in FLOPs; the loop, its checkpoints and its DDP are chapter 06's `p
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -96,23 +95,16 @@ def main(argv: list[str] | None = None) -> int:
                         num_attention_heads=base.num_attention_heads, intermediate_size=base.intermediate_size,
                         vocab_size=base.vocab_size, learning_rate=1e-4, batch_size=256, precision="bf16",
                         out_dir="runs/base")
-    args = vars(parser.parse_args(argv))
-    progress, tflops = not args.pop("no_progress"), args.pop("peak_tflops")
-    cfg = pretrain.PretrainConfig(**args)
-    if cfg.max_minutes is None and cfg.max_steps is None:
-        parser.error("give --minutes or --steps (or both)")
-    try:
-        result = pretrain.train(cfg, progress=progress)
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        if pretrain.dist.is_initialized():
-            pretrain.dist.destroy_process_group()
-    if int(os.environ.get("RANK", 0)) == 0:  # under torchrun, the first process reports
-        final = result["final"]
-        config = BertConfig.from_json_file(Path(result["checkpoint"]) / "config.json")
-        print(f"step {result['step']}: loss {final['loss']:.3f}, masked-token accuracy {final['mlm_accuracy']:.3f}; "
-              + speed_report(result["history"], config, cfg.max_seq_length, peak_flops(result["device"], tflops)))
+    extra = {"peak_tflops": None}
+    outcome = pretrain.run_command(parser, argv, extra)  # chapter 06's command: parse, check, train, tear down
+    if isinstance(outcome, int):
+        return outcome
+    cfg, result = outcome
+    final = result["final"]
+    config = BertConfig.from_json_file(Path(result["checkpoint"]) / "config.json")
+    print(f"step {result['step']}: loss {final['loss']:.3f}, masked-token accuracy {final['mlm_accuracy']:.3f}; "
+          + speed_report(result["history"], config, cfg.max_seq_length, peak_flops(result["device"],
+                                                                                   extra["peak_tflops"])))
     return 0
 
 
