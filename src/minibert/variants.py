@@ -14,6 +14,7 @@ them from; the masked-token accuracy and a downstream score show which effect wi
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -162,11 +163,13 @@ def pretrain_rows(model: nn.Module, collate: MLMCollator, rows: list[list[int]],
     schedule = Schedule.new(steps, max(1, steps // 10)) if steps > 1 else None
     sampler = EpochSampler(len(rows), batch_size, seed)
     model.train()
+    # MLM logits at the targets only where the model offers it (BertForMaskedLM; Electra's generator always does)
+    forward = {"targets_only": True} if "targets_only" in inspect.signature(model.forward).parameters else {}
     history = []
     for step in range(steps):
         batch = collate([rows[i] for i in sampler.indices(step)])
         lr = learning_rate * (schedule.factor(step) if schedule else 1.0)
-        loss, _ = train_step(model, optimizer, batch, lr, 1.0, targets_only=True)
+        loss, _ = train_step(model, optimizer, batch, lr, 1.0, **forward)
         if log_every and ((step + 1) % log_every == 0 or step + 1 == steps):
             history.append({"step": step + 1, "loss": loss})
     return history
@@ -244,9 +247,9 @@ class ElectraForPreTraining(PreTrainedMixin, nn.Module):
         hidden = self.electra(input_ids, attention_mask, token_type_ids).last_hidden_state  # (B, T, H)
         logits = self.discriminator_predictions(hidden)  # (B, T)
         loss = None
-        if labels is not None:
-            real = torch.ones_like(logits, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
-            loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
+        if labels is not None:  # L_RTD, the replaced-token loss of `electra_loss` (one loss, the exercise's)
+            real = torch.ones_like(labels) if attention_mask is None else attention_mask  # (B, T)
+            _, loss = electra_loss(logits.new_zeros(()), logits, labels, real, rtd_weight=1.0)
         return ElectraForPreTrainingOutput(loss, logits)
 
 
@@ -280,7 +283,7 @@ class Electra(nn.Module):
         self.discriminator = ElectraForPreTraining(config)
         self.rtd_weight = rtd_weight
 
-    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None, targets_only: bool = True,
+    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None,
                 sampler: torch.Generator | None = None) -> ElectraOutput:
         """input_ids: (B, T) the generator's masked input; labels: (B, T) the originals at the targets."""
         gen = self.generator(input_ids, attention_mask, token_type_ids, labels=labels, targets_only=True)
