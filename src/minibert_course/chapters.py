@@ -26,10 +26,11 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from minibert_course.export import INIT, parse_directives
+
 ROOT = Path(__file__).resolve().parents[2]
 FROZEN = Path(__file__).with_name("chapters.json")  # a student kit's registry, written when the kit is built
 PATTERN = "[0-9][0-9]_*.ipynb"
-_DIRECTIVE = re.compile(r"^#\|\s*(\w+)\s*(.*?)\s*$")
 _TITLE = re.compile(r"^#\s+Chapter\s+\d+\s*·\s*(.+?)\s*$")
 
 
@@ -73,15 +74,16 @@ def read(path: Path) -> Chapter:
     if not isinstance(meta, dict) or not isinstance(meta.get("tests"), list):
         raise ValueError(f"{path.name}: the notebook's metadata has no 'minibert' entry with 'tests' (and 'needs'): "
                          "add {\"minibert\": {\"needs\": [...], \"tests\": [...]}} to its metadata")
-    title: str | None = None
+    title: str | None = meta.get("title")
     modules: list[str] = []
+    default: str | None = None  # the module of a bare `#| export`, as the exporter reads it
     auto = manual = 0.0
     exercises = 0
     for cell in nb["cells"]:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if title is None and cell["cell_type"] == "markdown":
             match = next(filter(None, map(_TITLE.match, source.split("\n"))), None)
-            title = meta.get("title") or (match.group(1).split(": ")[0] if match else None)
+            title = match.group(1).split(": ")[0] if match else None
         grading = cell.get("metadata", {}).get("nbgrader", {})
         if grading.get("grade"):
             if cell["cell_type"] == "markdown":
@@ -91,38 +93,15 @@ def read(path: Path) -> Chapter:
         if grading.get("solution"):
             exercises += 1
         if cell["cell_type"] == "code":
-            module = _export_target(source, nb)
-            if module and module != "__init__" and module not in modules:
+            directives, _ = parse_directives(source)
+            default = directives.get("default_exp", default)
+            module = (directives["export"] or default) if "export" in directives else None
+            if module and module != INIT and module not in modules:
                 modules.append(module)
     if title is None:
         raise ValueError(f"{path.name}: no markdown cell has the chapter's heading '# Chapter NN · Title'")
     return Chapter(path.stem[:2], path.stem, title, tuple(modules), tuple(meta["tests"]),
                    tuple(meta.get("needs", [])), auto, manual, exercises)
-
-
-def _export_target(source: str, nb: dict) -> str | None:
-    directives = {}
-    for line in source.split("\n"):
-        match = _DIRECTIVE.match(line)
-        if not match:
-            break
-        directives[match.group(1)] = match.group(2)
-    if "export" not in directives:
-        return None
-    return directives["export"] or _default_module(nb)
-
-
-def _default_module(nb: dict) -> str | None:
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            for line in source.split("\n"):
-                match = _DIRECTIVE.match(line)
-                if not match:
-                    break
-                if match.group(1) == "default_exp":
-                    return match.group(2)
-    return None
 
 
 @functools.lru_cache(maxsize=4)
