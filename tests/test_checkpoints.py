@@ -240,8 +240,8 @@ def test_tied_checkpoint_storing_equal_copies_loads(offline, batch, tmp_path, fm
 def real_batch():
     """A padded batch of real sentences (bert-base-uncased vocabulary), one of them a pair."""
     tok = BertTokenizer.from_pretrained()
-    encs = [tok.encode("Paris is the capital of France.", "It lies on the Seine."), tok.encode("Hello!"),
-            tok.encode("Transformers read every word of a sentence at once, in both directions.")]
+    encs = [tok("Paris is the capital of France.", "It lies on the Seine."), tok("Hello!"),
+            tok("Transformers read every word of a sentence at once, in both directions.")]
     n = max(len(e.input_ids) for e in encs)
 
     def pad(rows):

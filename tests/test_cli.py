@@ -62,3 +62,48 @@ def test_a_type_the_command_line_cannot_read_is_named():
 @pytest.mark.parametrize("config_class", [PretrainConfig, FinetuneConfig])
 def test_the_loops_configs_round_trip_through_their_command_line(config_class):
     assert config_from_args(config_class, parser_for(config_class).parse_args([])) == config_class()
+
+
+@dataclass
+class Inner:
+    width: int = 8
+    depth: int = 2
+    act: str = "gelu"  # not named as a flag: kept from the default
+
+
+@dataclass
+class Outer:
+    steps: int = 5
+    inner: Inner = field(default_factory=Inner, metadata=arg("the inner config", fields={
+        "width": arg("its width"), "depth": arg("its depth", "--layers")}))
+
+
+def test_a_config_held_by_the_run_gets_flags_for_the_fields_its_metadata_names():
+    parser = parser_for(Outer)
+    assert config_from_args(Outer, parser.parse_args(["--width", "16", "--layers", "3"])) == Outer(
+        inner=Inner(width=16, depth=3))
+    assert "--act" not in parser.format_help() and "its depth" in parser.format_help()
+    custom = Outer(steps=9, inner=Inner(width=4, act="relu"))  # defaults from an instance (as minibert.train's)
+    with_defaults = argparse.ArgumentParser(exit_on_error=False)
+    add_fields(with_defaults, Outer, custom)
+    assert config_from_args(Outer, with_defaults.parse_args([]), custom) == custom
+    assert config_from_args(Outer, with_defaults.parse_args(["--width", "6"]), custom) == Outer(
+        steps=9, inner=Inner(width=6, act="relu"))
+
+
+def test_pretrain_config_holds_the_model_config_and_reads_its_json_back():
+    import dataclasses
+    import json
+
+    from minibert.config import BertConfig
+
+    cfg = config_from_args(PretrainConfig, parser_for(PretrainConfig).parse_args(
+        ["--hidden-size", "48", "--num-attention-heads", "4", "--dropout", "0.2", "--seq-len", "64"]))
+    assert (cfg.model.hidden_size, cfg.model.num_attention_heads, cfg.model.hidden_dropout_prob) == (48, 4, 0.2)
+    model = cfg.model_config(123)
+    assert (model.vocab_size, model.max_position_embeddings, model.intermediate_size) == (123, 64, 512)
+    assert PretrainConfig.from_dict(json.loads(json.dumps(dataclasses.asdict(cfg)))) == cfg
+    earlier = {k: v for k, v in dataclasses.asdict(PretrainConfig()).items() if k != "model"}  # a flat, older file
+    earlier.update(hidden_size=64, num_hidden_layers=3, intermediate_size=256)
+    assert PretrainConfig.from_dict(earlier).model == BertConfig.tiny(hidden_size=64, num_hidden_layers=3,
+                                                                      intermediate_size=256)

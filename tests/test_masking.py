@@ -128,7 +128,7 @@ SENTENCES = [
 def real_batch(bert):
     """Real bert-base-uncased pieces of SENTENCES, padded: ids, special (no padding marked), attention,
     word_ids (padding -1), and the per-row list of words (lists of positions)."""
-    encodings = [bert.encode(a, b) for a, b in SENTENCES]
+    encodings = [bert(a, b) for a, b in SENTENCES]
     width = max(len(e.tokens) for e in encodings) + 3  # some padding in every row
     ids, special, attention, words = [], [], [], []
     word_ids = []
@@ -630,7 +630,7 @@ def hf_examples(bert):
     ]
     examples = []
     for a, b in texts:
-        e = bert.encode(a, b)
+        e = bert(a, b)
         examples.append(
             {"input_ids": e.input_ids, "special_tokens_mask": [int(t in ("[CLS]", "[SEP]")) for t in e.tokens]}
         )

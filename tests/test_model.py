@@ -219,7 +219,7 @@ def compare_real(real_models, ids, mask, segments, label):
 
 def test_real_weights_sentence_pair(real_models):
     tok = BertTokenizer.from_pretrained()
-    enc = tok.encode("The quick brown fox jumps over the lazy dog.", "A watched pot never boils, they say.")
+    enc = tok("The quick brown fox jumps over the lazy dog.", "A watched pot never boils, they say.")
     assert enc.token_type_ids.count(1) > 0
     ids, segments, mask = (torch.tensor([x]) for x in (enc.input_ids, enc.token_type_ids, enc.attention_mask))
     compare_real(real_models, ids, mask, segments, "sentence pair")
@@ -229,7 +229,7 @@ def test_real_weights_padded_batch(real_models):
     tok = BertTokenizer.from_pretrained()
     texts = ["Paris is the capital of France.", "Hello!",
              "Transformers read every word of a sentence at once, in both directions, unlike recurrent networks."]
-    encs = [tok.encode(t) for t in texts]
+    encs = [tok(t) for t in texts]
     n = max(len(e.input_ids) for e in encs)
     assert len({len(e.input_ids) for e in encs}) == 3
     ids = torch.tensor([e.input_ids + [0] * (n - len(e.input_ids)) for e in encs])

@@ -26,6 +26,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 import minibert.pretrain as pretrain
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertTokenizer
 from minibert.checkpoint import load_state_dict
+from minibert.cli import config_from_args
 from minibert.data import PretrainingCollator, continuation_table, pad_and_stack, word_ids_from_ids
 from minibert.masking import word_ids_from_tokens
 from minibert.pretrain import (
@@ -42,7 +43,7 @@ from minibert.pretrain import (
 )
 
 TINY = dict(limit_documents=12, vocab_size=800, max_seq_length=32, batch_size=8, warmup_steps=5, eval_every=5,
-            eval_batches=2, checkpoint_every=5, hidden_size=32, num_attention_heads=2, intermediate_size=64)
+            eval_batches=2, checkpoint_every=5, model=BertConfig.tiny(hidden_size=32, intermediate_size=64))
 TRAIN_STEPS = 30
 METRICS = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
 
@@ -130,12 +131,13 @@ class Interrupted(Exception):
 
 
 def no_dropout(mp: pytest.MonkeyPatch) -> None:
-    original = BertConfig.tiny
+    original = PretrainConfig.model_config
 
-    def tiny_without_dropout(**overrides):
-        return original(**{**overrides, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})
+    def without_dropout(self, vocab_size: int) -> BertConfig:
+        model = original(self, vocab_size)
+        return dataclasses.replace(model, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
-    mp.setattr(BertConfig, "tiny", staticmethod(tiny_without_dropout))
+    mp.setattr(PretrainConfig, "model_config", without_dropout)
 
 
 INTERRUPT_POINTS = ("forward", "backward", "optimizer-step", "checkpoint-write")
@@ -641,34 +643,6 @@ def test_cli_trains_and_reports(tmp_path):
     assert [h["step"] for h in state["history"]] == [3, 6]
 
 
-TRAIN_IN_A_PROCESS = """
-import sys
-from minibert.pretrain import train_vocab
-from minibert.tokenization import save_vocab
-texts = open(sys.argv[1], encoding="utf-8").read().split("\\n")
-save_vocab(train_vocab(texts, vocab_size=int(sys.argv[3])), sys.argv[2])
-"""
-
-
-@pytest.mark.parametrize("size", [300, 800])
-def test_trained_vocab_is_the_same_in_every_process(tmp_path, size):
-    """tokenizers numbers the ##x pieces in hash-map order, which changes from process to process, and breaks ties
-    between merges by those numbers (tokenizers#1794): the same corpus gave other pieces, in another order."""
-    from minibert.data import load_documents
-
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(s for d in load_documents("wikipedia", limit=12) for s in d), encoding="utf-8")
-    files = [tmp_path / f"vocab{run}.txt" for run in range(4)]
-    for file in files:
-        subprocess.run([sys.executable, "-c", TRAIN_IN_A_PROCESS, str(corpus), str(file), str(size)], check=True)
-    first = files[0].read_text(encoding="utf-8").splitlines()
-    for other in files[1:]:
-        lines = other.read_text(encoding="utf-8").splitlines()
-        assert len(lines) == len(first)
-        moved = sum(a != b for a, b in zip(first, lines, strict=True))
-        assert moved == 0, f"{other.name}: {moved} of {len(lines)} lines differ from the first process's"
-
-
 def test_two_fresh_runs_with_the_same_seed_give_the_same_weights(tmp_path):
     """Each run trains its own vocabulary in its own process (tokenizers numbers equal-frequency pieces in hash order,
     tokenizers#1794: this differed by up to 0.087 per weight before `in_stable_order`)."""
@@ -703,7 +677,7 @@ def test_fill_mask_returns_ranked_pieces(trained_model):
     text = "The city is the [MASK] of the country, and the river [MASK] through it."
     result = fill_mask(model, tokenizer, text, top_k=7)
     assert len(result) == 2
-    enc = tokenizer.encode(text)
+    enc = tokenizer(text)
     positions = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"]
     with torch.no_grad():
         probs = model(torch.tensor([enc.input_ids])).prediction_logits[0, positions].softmax(-1)
@@ -908,13 +882,15 @@ def batch_for_clipping():
 def test_command_line_is_made_from_the_config_fields():
     parser = pretrain.build_parser()
     dests = {a.dest for a in parser._actions}
-    missing = [f.name for f in dataclasses.fields(PretrainConfig) if f.name not in dests]
+    missing = [f.name for f in dataclasses.fields(PretrainConfig)
+               if f.name not in dests and not any(d.startswith(f.name + ".") for d in dests)]
     assert not missing, f"PretrainConfig fields without a flag: {missing}"
     args = vars(parser.parse_args(["--lr", "5e-4", "--warmup", "7", "--batch-size", "4", "--hidden-size", "48",
                                    "--num-hidden-layers", "3", "--num-attention-heads", "4", "--steps", "20",
                                    "--whole-word-mask", "--max-grad-norm", "0.5", "--seq-len", "64"]))
     args.pop("no_progress")
-    cfg = PretrainConfig(**args)
+    cfg = config_from_args(PretrainConfig, args)
+    assert isinstance(cfg.model, BertConfig) and cfg.model.hidden_size == 48
     assert (cfg.learning_rate, cfg.warmup_steps, cfg.batch_size, cfg.max_steps, cfg.max_grad_norm) == (
         5e-4, 7, 4, 20, 0.5)
     model_config = cfg.model_config(100)

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from minibert.checkpoint import load_state_dict
+from minibert.cli import config_from_args
 from minibert.pretrain import PretrainConfig, load_trainer_state, train
 
 SETTING = {"--limit-documents": 12, "--vocab-size": 800, "--seq-len": 32, "--batch-size": 8, "--warmup": 2,
@@ -45,7 +46,7 @@ def config(out: Path, steps: int, **extra) -> PretrainConfig:
 
     args = vars(build_parser().parse_args(flags(out, steps, **extra)))
     args.pop("no_progress")
-    return PretrainConfig(**args)
+    return config_from_args(PretrainConfig, args)
 
 
 def weights(folder: Path) -> dict[str, torch.Tensor]:

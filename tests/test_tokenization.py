@@ -6,6 +6,9 @@ reference is Hugging Face `tokenizers` with bert-base-uncased's own tokenizer.js
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
@@ -17,6 +20,7 @@ from minibert.tokenization import (
     BertTokenizer,
     WordPieceTokenizer,
     build_inputs,
+    in_stable_order,
     load_vocab,
     pretrained_dir,
     pretrained_vocab_file,
@@ -251,7 +255,7 @@ def test_build_inputs_matches_tokenizers_pair_encoding(reference, wiki_paragraph
 
 
 def test_encode_single_with_hand_vocab():
-    enc = BertTokenizer(FULL_VOCAB).encode("UNwanted, running")
+    enc = BertTokenizer(FULL_VOCAB)("UNwanted, running")
     # "," is not in the vocabulary: [UNK].
     assert enc.tokens == ["[CLS]", "un", "##want", "##ed", "[UNK]", "runn", "##ing", "[SEP]"]
     assert enc.input_ids == [2, 8, 5, 6, 1, 9, 10, 3]
@@ -263,7 +267,7 @@ def test_encode_pair_matches_tokenizers(bert, reference, wiki_paragraphs):
     short = [p for p in wiki_paragraphs if len(reference.encode(p, add_special_tokens=False).ids) < 200]
     assert len(short) >= 6
     for a, b in zip(short[0:6:2], short[1:6:2], strict=True):
-        enc = bert.encode(a, b)
+        enc = bert(a, b)
         expected = reference.encode(a, b)
         assert enc.tokens == expected.tokens
         assert enc.input_ids == expected.ids
@@ -273,15 +277,15 @@ def test_encode_pair_matches_tokenizers(bert, reference, wiki_paragraphs):
 
 def test_encode_fills_exactly_512_positions(bert):
     assert bert.tokenize("word") == ["word"]
-    enc = bert.encode(" ".join(["word"] * (MAX_POSITIONS - 2)))
+    enc = bert(" ".join(["word"] * (MAX_POSITIONS - 2)))
     assert len(enc.input_ids) == MAX_POSITIONS
 
 
 def test_encode_longer_than_512_positions_raises(bert):
     with pytest.raises(ValueError, match="split_into_windows"):
-        bert.encode(" ".join(["word"] * (MAX_POSITIONS - 1)))
+        bert(" ".join(["word"] * (MAX_POSITIONS - 1)))
     with pytest.raises(ValueError, match="split_into_windows"):
-        bert.encode(" ".join(["word"] * 300), " ".join(["word"] * 300))
+        bert(" ".join(["word"] * 300), " ".join(["word"] * 300))
 
 
 # --- split_into_windows -----------------------------------------------------------------------------------------
@@ -394,7 +398,7 @@ def test_decode_glues_continuation_pieces():
 
 def test_decode_round_trips_real_text(bert):
     text = "the unhappiness of running words"
-    assert bert.decode(bert.encode(text).input_ids) == text
+    assert bert.decode(bert.encode(text)) == text
 
 
 def test_train_wordpiece_and_save_vocab(tmp_path):
@@ -484,8 +488,9 @@ def assert_tokenizes_like_transformers(tok: BertTokenizer, folder, texts, label:
     assert not mismatches, f"{label}: {len(mismatches)} of {len(texts)} texts tokenize differently from " \
         f"transformers; first (text, minibert, transformers): {mismatches[0]}"
     for a, b in [(CASING_SENTENCES[0], None), (CASING_SENTENCES[1], CASING_SENTENCES[2])]:
-        enc, expected = tok.encode(a, b), ref(a, b)
+        enc, expected = tok(a, b), ref(a, b)
         assert enc.input_ids == expected["input_ids"], f"{label}: input_ids of {a!r} differ from transformers"
+        assert tok.encode(a, b) == ref.encode(a, b), f"{label}: encode({a!r}) must give the ids, as transformers'"
         assert enc.token_type_ids == expected["token_type_ids"], label
 
 
@@ -601,8 +606,33 @@ def test_stable_order_keeps_the_pieces_and_the_tokenization(wiki_paragraphs):
     raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     trainer = trainers.WordPieceTrainer(vocab_size=1000, special_tokens=list(SPECIAL_TOKENS))
     raw.train_from_iterator(wiki_paragraphs, trainer)
-    stable = train_wordpiece(wiki_paragraphs, vocab_size=1000)
+    stable = in_stable_order(Tokenizer.from_str(raw.to_str()))
     assert set(stable.get_vocab()) == set(raw.get_vocab())
     assert [stable.token_to_id(t) for t in SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
     for text in wiki_paragraphs[:50]:
         assert stable.encode(text).tokens == raw.encode(text).tokens
+
+
+TRAIN_IN_A_PROCESS = """
+import sys
+from minibert.tokenization import save_vocab, train_wordpiece
+texts = open(sys.argv[1], encoding="utf-8").read().split("\\n")
+save_vocab(train_wordpiece(texts, vocab_size=int(sys.argv[3])), sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("size", [300, 800])
+def test_trained_vocab_is_the_same_in_every_process(tmp_path, size):
+    """tokenizers numbers the ##x pieces in hash-map order, which changes from process to process, and breaks ties
+    between merges by those numbers (tokenizers#1794): the same corpus gave other pieces, in another order."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(p for a in load_wikipedia_sample(limit=12) for p in a.paragraphs), encoding="utf-8")
+    files = [tmp_path / f"vocab{run}.txt" for run in range(4)]
+    for file in files:
+        subprocess.run([sys.executable, "-c", TRAIN_IN_A_PROCESS, str(corpus), str(file), str(size)], check=True)
+    first = files[0].read_text(encoding="utf-8").splitlines()
+    for other in files[1:]:
+        lines = other.read_text(encoding="utf-8").splitlines()
+        assert len(lines) == len(first)
+        moved = sum(a != b for a, b in zip(first, lines, strict=True))
+        assert moved == 0, f"{other.name}: {moved} of {len(lines)} lines differ from the first process's"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -189,9 +190,13 @@ def test_gpu_check_that_stops_early_says_what_to_run_next(tmp_path, capsys):
 
 def test_the_benchmark_presets_are_bertconfigs_presets():
     """`--config tiny|small|base` builds BertConfig's own presets, not a second copy of their sizes."""
-    from minibert.bench import CONFIGS
+    import typing
 
-    assert CONFIGS["tiny"]() == BertConfig.tiny() and CONFIGS["base"]() == BertConfig.base()
+    from minibert.bench import BenchConfig
+
+    presets = typing.get_args(typing.get_type_hints(BenchConfig)["config"])
+    assert set(presets) == {"tiny", "small", "base"} and BenchConfig().config == "tiny"
+    assert all(isinstance(getattr(BertConfig, name)(), BertConfig) for name in presets)
     small = BertConfig.small(vocab_size=30522)
     assert (small.num_hidden_layers, small.hidden_size, small.num_attention_heads, small.intermediate_size) == (
         4, 512, 8, 2048)
@@ -218,3 +223,17 @@ def test_benchmark_batches_come_from_the_pretraining_collator():
         assert int(batch["input_ids"][row, 0]) == ids["[CLS]"] and int(batch["input_ids"][row, n - 1]) == ids["[SEP]"]
         assert int(targets[row].sum()) == max(1, round((n - 3) * 0.15)), "a fixed count per row: 15% of real pieces"
         assert not targets[row, n:].any() and batch["token_type_ids"][row, n:].eq(0).all()
+
+
+def test_the_benchmark_command_line_is_made_from_bench_config():
+    from minibert.bench import BenchConfig, _build_parser
+    from minibert.cli import config_from_args
+
+    parser = _build_parser()
+    assert config_from_args(BenchConfig, vars(parser.parse_args([]))) == BenchConfig()
+    args = vars(parser.parse_args(["--config", "base", "--seq", "512", "--precision", "bf16", "--compile",
+                                   "--json", "out.json"]))
+    assert args.pop("json") == Path("out.json")
+    assert config_from_args(BenchConfig, args) == BenchConfig(config="base", seq=512, precision="bf16", compile=True)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--config", "huge"])  # not a preset of BertConfig

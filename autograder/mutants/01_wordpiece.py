@@ -209,13 +209,13 @@ MUTANTS = [
         exercise="train-vocab-solution",
         name="no-special-tokens",
         why="the trainer gets no special tokens: [PAD], [CLS], ... are missing from the vocabulary",
-        edits=[(", special_tokens=list(SPECIAL_TOKENS)", "")],
+        edits=[(", special_tokens=special_tokens", "")],
     ),
     dict(
         exercise="train-vocab-solution",
         name="tutorial-special-order",
         why="special tokens in the order of the Hugging Face tutorial ([UNK] first), not BERT's ids 0-4",
-        edits=[("special_tokens=list(SPECIAL_TOKENS)",
+        edits=[("special_tokens=special_tokens",
                 'special_tokens=["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]')],
     ),
     dict(

@@ -14,14 +14,18 @@ in the batch; chapter 04 picks the targets); a benchmark on full rows of random 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import torch
 
+from minibert.cli import add_fields, arg, config_from_args
 from minibert.config import BertConfig
 from minibert.data import NSPInstance, PretrainingCollator
 from minibert.heads import BertForPreTraining
@@ -29,9 +33,29 @@ from minibert.tokenization import SPECIAL_TOKENS
 from minibert.train import flops_per_token, mfu, peak_flops
 from minibert.training import autocast
 
-__all__ = ["run", "report", "models", "pretraining_batch", "main"]
+__all__ = ["run", "BenchConfig", "report", "models", "pretraining_batch", "main"]
 
-CONFIGS = {"tiny": BertConfig.tiny, "small": BertConfig.small, "base": BertConfig.base}  # the presets, by name
+
+
+@dataclass
+class BenchConfig:
+    """One benchmark; every field is also a flag of `python -m minibert.bench`."""
+
+    device: str = field(default="cpu", metadata=arg("cpu or cuda"))
+    config: Literal["tiny", "small", "base"] = field(default="tiny", metadata=arg(
+        "the model: BertConfig.tiny(), .small() or .base()"))
+    seq: int = field(default=128, metadata=arg("positions per row"))
+    batch_size: int = field(default=32, metadata=arg("rows per step"))
+    vocab_size: int = field(default=30522, metadata=arg("pieces (30,522: bert-base-uncased)"))
+    precision: Literal["fp32", "bf16"] | None = field(default=None, metadata=arg(
+        "fp32 or bf16; None: bf16 on cuda, fp32 on cpu"))
+    rounds: int = field(default=5, metadata=arg("timed rounds per model"))
+    steps_per_round: int = field(default=3, metadata=arg("optimizer steps per round"))
+    warmup: int = field(default=2, metadata=arg("untimed rounds first"))
+    compile: bool = field(default=False, metadata=arg("torch.compile both models"))
+    peak_tflops: float | None = field(default=None, metadata=arg("the device's peak, for MFU; None: from the GPU's "
+                                                                  "name (none for a CPU)"))
+    seed: int = field(default=0, metadata=arg("seed of the weights and the batches"))
 
 
 class _Vocabulary:
@@ -102,13 +126,14 @@ def _same_loss(ours, theirs, batch: dict[str, torch.Tensor]) -> float:
     return difference
 
 
-def run(device: str = "cpu", config: str = "tiny", seq: int = 128, batch_size: int = 32, vocab_size: int = 30522,
-        precision: str | None = None, rounds: int = 5, steps_per_round: int = 3, warmup: int = 2,
-        compile: bool = False, peak_tflops: float | None = None, seed: int = 0) -> dict:
-    """Measure both models; the figures as a dict (also what --json writes)."""
-    device = torch.device(device)
-    precision = precision or ("bf16" if device.type == "cuda" else "fp32")
-    cfg = CONFIGS[config](vocab_size=vocab_size, max_position_embeddings=max(512, seq))
+def run(bench: BenchConfig | None = None, **fields) -> dict:
+    """Measure both models; the figures as a dict (also what --json writes). `fields` replace those of `bench`:
+    `run(config="base", seq=512)`."""
+    bench = dataclasses.replace(bench or BenchConfig(), **fields)
+    device, seq, batch_size, vocab_size = torch.device(bench.device), bench.seq, bench.batch_size, bench.vocab_size
+    rounds, steps_per_round, warmup, compile = bench.rounds, bench.steps_per_round, bench.warmup, bench.compile
+    precision, seed = bench.precision or ("bf16" if device.type == "cuda" else "fp32"), bench.seed
+    cfg = getattr(BertConfig, bench.config)(vocab_size=vocab_size, max_position_embeddings=max(512, seq))
     ours, theirs = models(cfg, device, seed)
     generator = torch.Generator().manual_seed(seed)
     batches = [{k: v.to(device) for k, v in pretraining_batch(batch_size, seq, vocab_size, generator).items()}
@@ -139,14 +164,14 @@ def run(device: str = "cpu", config: str = "tiny", seq: int = 128, batch_size: i
     tokens = batch_size * seq  # positions per step, padding included: both models compute them
     padding = 1 - sum(b["attention_mask"].sum().item() for b in batches) / (len(batches) * tokens)
     per_token = flops_per_token(cfg, seq)
-    peak = peak_flops(device, peak_tflops)
+    peak = peak_flops(device, bench.peak_tflops)
     figures = {}
     for name, seconds in times.items():
         rate = tokens / statistics.median(seconds)
         figures[name] = {"tokens_per_second": rate, "seconds_per_step": statistics.median(seconds),
                          "mfu": mfu(rate, per_token, peak), "peak_memory_gib": memory[name]}
     return {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-            "torch_threads": torch.get_num_threads(), "config": config, "layers": cfg.num_hidden_layers,
+            "torch_threads": torch.get_num_threads(), "config": bench.config, "layers": cfg.num_hidden_layers,
             "hidden": cfg.hidden_size, "vocab_size": vocab_size, "seq": seq, "batch_size": batch_size,
             "precision": precision, "compile": compile, "padding_share": padding,
             "gflops_per_token": per_token / 1e9, "peak_tflops": peak / 1e12 if peak else None,
@@ -172,19 +197,7 @@ def report(r: dict) -> str:
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m minibert.bench", description="Training speed of minibert vs "
                                      "transformers.BertForPreTraining: same config, batch, length and precision.")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: %(default)s)")
-    parser.add_argument("--config", default="tiny", choices=sorted(CONFIGS))
-    parser.add_argument("--seq", type=int, default=128, help="positions per row (default: %(default)s)")
-    parser.add_argument("--batch-size", type=int, default=32, help="rows per step (default: %(default)s)")
-    parser.add_argument("--vocab-size", type=int, default=30522, help="(default: %(default)s, bert-base-uncased)")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default=None,
-                        help="default: bf16 on cuda, fp32 on cpu")
-    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per model (default: %(default)s)")
-    parser.add_argument("--steps-per-round", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=2, help="untimed rounds first (default: %(default)s)")
-    parser.add_argument("--compile", action="store_true", help="torch.compile both models")
-    parser.add_argument("--peak-tflops", type=float, default=None, help="the device's peak, for MFU (default: from "
-                        "the GPU's name; none for a CPU)")
+    add_fields(parser, BenchConfig)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     return parser
 
@@ -192,7 +205,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = vars(_build_parser().parse_args(argv))
     out = args.pop("json")
-    result = run(**args)
+    result = run(config_from_args(BenchConfig, args))
     print(report(result))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -21,10 +21,12 @@ from pathlib import Path
 import torch
 
 from minibert.masking import mask_tokens
+from minibert.tokenization import BertTokenizer, save_vocab, train_wordpiece
 
 __all__ = ["load_documents", "read_text_file", "load_text_folder", "split_document", "split_sentences",
            "create_nsp_instances", "create_instances_from_document", "sample_random_segments", "truncate_seq_pair",
-           "NSPInstance", "pad_and_stack", "PretrainingCollator", "word_ids_from_ids", "continuation_table"]
+           "NSPInstance", "pad_and_stack", "pad_rows", "tokenized_corpus", "PretrainingCollator", "word_ids_from_ids",
+           "continuation_table"]
 
 
 def read_text_file(path: str | Path) -> str:
@@ -230,6 +232,40 @@ def pad_and_stack(
         batch["special_tokens_mask"][r, a:n - 1] = 0
     batch["next_sentence_label"] = torch.tensor([inst.next_sentence_label for inst in instances])
     return batch
+
+
+def tokenized_corpus(corpus: str, limit_documents: int | None, vocab_file: Path, vocab_size: int,
+                     purpose: str = "pretraining with NSP") -> tuple[BertTokenizer, list[list[list[int]]], int]:
+    """The one corpus pipeline of every pretraining run (chapter 06's, chapter 10's): load the documents, train the
+    vocabulary into `vocab_file` with chapter 01's `train_wordpiece` (or reuse the one there), and tokenize every
+    sentence. Returns the tokenizer, the documents as lists of sentence ids, and how many documents to hold out for
+    evaluation (1 in 20, at least 2).
+
+    The sentences are tokenized by `tokenizers` with the pieces of `vocab_file`, the same pieces as the from-scratch
+    tokenizer but in Rust (20k sentences in a moment), and in the same way whether the vocabulary was just trained or
+    reused, so that a resumed run sees the ids a fresh one saw."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    docs = load_documents(corpus, limit=limit_documents)
+    if len(docs) < 4:
+        raise ValueError(f"{len(docs)} documents: {purpose} needs at least 4 (2 of them are held out for evaluation)")
+    if not vocab_file.exists():
+        vocab_file.parent.mkdir(parents=True, exist_ok=True)
+        save_vocab(train_wordpiece([s for d in docs for s in d], vocab_size=vocab_size), vocab_file)
+    tokenizer = BertTokenizer(vocab_file)
+    fast = Tokenizer(models.WordPiece(tokenizer.vocab, unk_token="[UNK]"))
+    fast.normalizer = normalizers.BertNormalizer(lowercase=True)
+    fast.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenized = [[e.ids for e in fast.encode_batch(d, add_special_tokens=False)] for d in docs]
+    return tokenizer, tokenized, max(2, len(tokenized) // 20)
+
+
+def pad_rows(rows: Sequence[Sequence[int]], value: int = 0, length: int | None = None) -> torch.Tensor:
+    """(B, T): each row, then `value` up to T = `length` (default: the longest row). The package's one padding
+    (fine-tuning features, MLM rows, sentence features); `pad_and_stack` above is the exercise that writes it out
+    for NSP pairs, with segments and the special-token mask."""
+    T = max(len(r) for r in rows) if length is None else length
+    return torch.tensor([[*row, *[value] * (T - len(row))] for row in rows])
 
 
 def word_ids_from_ids(input_ids: torch.Tensor, is_continuation: torch.Tensor, special_tokens_mask: torch.Tensor

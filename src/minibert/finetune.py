@@ -31,6 +31,7 @@ from torch import nn
 
 from minibert.cli import add_fields, arg
 from minibert.config import BertConfig
+from minibert.data import pad_rows
 from minibert.masking import IGNORE_INDEX
 from minibert.metrics import accuracy, entity_f1, squad_scores
 from minibert.task_data import WNUT_LABELS, load_qa, load_rotten_tomatoes, load_wnut16
@@ -107,17 +108,14 @@ def _init_name(init: str) -> str:
 def collate(features: list[dict]) -> dict[str, torch.Tensor]:
     """Pad a list of features into a batch: ids, segments and the attention mask with 0, piece labels with -100;
     a number per feature (a sentence label, an answer position) becomes a (B,) tensor."""
-    T = max(len(f["input_ids"]) for f in features)
     batch = {}
     for key in features[0]:
         if isinstance(features[0][key], list):
-            pad = IGNORE_INDEX if key == "labels" else 0
-            batch[key] = torch.tensor([f[key] + [pad] * (T - len(f[key])) for f in features])  # (B, T)
+            batch[key] = pad_rows([f[key] for f in features], IGNORE_INDEX if key == "labels" else 0)  # (B, T)
         else:
             batch[key] = torch.tensor([f[key] for f in features])  # (B,)
     if "attention_mask" not in batch:
-        batch["attention_mask"] = torch.tensor([[1] * len(f["input_ids"]) + [0] * (T - len(f["input_ids"]))
-                                                for f in features])
+        batch["attention_mask"] = pad_rows([[1] * len(f["input_ids"]) for f in features])
     return batch
 
 

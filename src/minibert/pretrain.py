@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -34,11 +35,11 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from minibert.cli import add_fields, arg
+from minibert.cli import add_fields, arg, config_from_args
 from minibert.config import BertConfig
-from minibert.data import NSPInstance, PretrainingCollator, create_nsp_instances, load_documents
+from minibert.data import NSPInstance, PretrainingCollator, create_nsp_instances, tokenized_corpus
 from minibert.heads import BertForPreTraining, masked_token_accuracy
-from minibert.tokenization import SPECIAL_TOKENS, UNK, BertTokenizer, in_stable_order, save_vocab
+from minibert.tokenization import BertTokenizer
 
 # The loop's parts. Looked up here, in this module, when `train` runs (so a test that replaces
 # `pretrain.train_step` or `pretrain.save_checkpoint` replaces what the loop calls); the names that the loop does not
@@ -60,7 +61,7 @@ from minibert.training import (
 )
 from minibert.training import loss_counts as loss_counts
 
-__all__ = ["train", "PretrainConfig", "evaluate", "fill_mask", "prepare", "tokenized_corpus", "train_vocab",
+__all__ = ["train", "PretrainConfig", "evaluate", "fill_mask", "prepare",
            "build_parser", "run_command", "main", "plot_history"]
 
 
@@ -94,14 +95,13 @@ class PretrainConfig:
         "stop after step N as a SIGTERM during it would: finish it, write the checkpoint, exit 143 (run again to "
         "resume)"))
     seed: int = field(default=0, metadata=arg("seed of the data order, the masks and the initialization"))
-    hidden_size: int = field(default=128, metadata=arg("model width H"))
-    num_hidden_layers: int = field(default=2, metadata=arg("encoder layers L"))
-    num_attention_heads: int = field(default=2, metadata=arg("attention heads A"))
-    intermediate_size: int = field(default=512, metadata=arg("feed-forward width"))
-    hidden_dropout_prob: float = field(default=0.1, metadata=arg("dropout after embeddings and sublayers",
-                                                                  "--dropout"))
-    attention_probs_dropout_prob: float = field(default=0.1, metadata=arg("dropout on attention probabilities",
-                                                                           "--attention-dropout"))
+    model: BertConfig = field(default_factory=BertConfig.tiny, metadata=arg(
+        "the model (chapter 03's BertConfig); the run sets its vocab_size (the trained vocabulary's) and its "
+        "max_position_embeddings (--max-positions, else --seq-len)", fields={
+            "hidden_size": arg("model width H"), "num_hidden_layers": arg("encoder layers L"),
+            "num_attention_heads": arg("attention heads A"), "intermediate_size": arg("feed-forward width"),
+            "hidden_dropout_prob": arg("dropout after embeddings and sublayers", "--dropout"),
+            "attention_probs_dropout_prob": arg("dropout on attention probabilities", "--attention-dropout")}))
     max_position_embeddings: int | None = field(default=None, metadata=arg(
         "learned positions (default: --seq-len); a 128-position first phase given 512 here can be resumed with "
         "--seq-len 512, as in BERT's recipe (chapter 09)", "--max-positions"))
@@ -114,60 +114,21 @@ class PretrainConfig:
     compile: bool = field(default=False, metadata=arg("torch.compile the model for training"))
 
     def model_config(self, vocab_size: int) -> BertConfig:
-        return BertConfig.tiny(vocab_size=vocab_size, max_position_embeddings=self.max_position_embeddings or
-                               self.max_seq_length, hidden_size=self.hidden_size,
-                               num_hidden_layers=self.num_hidden_layers, num_attention_heads=self.num_attention_heads,
-                               intermediate_size=self.intermediate_size, hidden_dropout_prob=self.hidden_dropout_prob,
-                               attention_probs_dropout_prob=self.attention_probs_dropout_prob)
+        """The model the run trains: `model` with the trained vocabulary's size and the run's positions."""
+        return dataclasses.replace(self.model, vocab_size=vocab_size,
+                                   max_position_embeddings=self.max_position_embeddings or self.max_seq_length)
 
-
-def train_vocab(texts: list[str], vocab_size: int, min_frequency: int = 2):
-    """Chapter 01's `train_wordpiece`, giving the same pieces in every process.
-
-    Why not `train_wordpiece` itself: `tokenizers` numbers the continuing pieces (##x) in the order of a hash map,
-    which changes from process to process, and breaks ties between equally frequent merges by those numbers
-    (tokenizers#1794): two runs on the same corpus could end with different pieces, so the same seed gave different
-    weights. Registering every ##x of the corpus up front, sorted, as extra special tokens fixes their numbers and so
-    every tie; they are the ##x pieces the trainer would have made, and become ordinary pieces afterwards."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-
-    normalizer, pre_tokenizer = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
-    later = sorted({"##" + ch for text in texts for word, _ in pre_tokenizer.pre_tokenize_str(
-        normalizer.normalize_str(text)) for ch in word[1:]})  # characters that continue a word somewhere
-    trained = Tokenizer(models.WordPiece(unk_token=UNK))
-    trained.normalizer, trained.pre_tokenizer = normalizer, pre_tokenizer
-    trained.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                                                 special_tokens=[*SPECIAL_TOKENS, *later]))
-    tokenizer = Tokenizer(models.WordPiece(trained.get_vocab(), unk_token=UNK))
-    tokenizer.normalizer, tokenizer.pre_tokenizer = normalizer, pre_tokenizer
-    tokenizer.decoder = decoders.WordPiece()
-    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
-    return in_stable_order(tokenizer)
-
-
-def tokenized_corpus(corpus: str, limit_documents: int | None, vocab_file: Path, vocab_size: int,
-                     purpose: str = "pretraining with NSP") -> tuple[BertTokenizer, list[list[list[int]]], int]:
-    """The one corpus pipeline of every pretraining run (chapter 06's, chapter 10's): load the documents, train the
-    vocabulary into `vocab_file` (or reuse the one there), and tokenize every sentence. Returns the tokenizer, the
-    documents as lists of sentence ids, and how many documents to hold out for evaluation (1 in 20, at least 2).
-
-    The sentences are tokenized by `tokenizers` with the pieces of `vocab_file`, the same pieces as the from-scratch
-    tokenizer but in Rust (20k sentences in a moment), and in the same way whether the vocabulary was just trained or
-    reused, so that a resumed run sees the ids a fresh one saw."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-
-    docs = load_documents(corpus, limit=limit_documents)
-    if len(docs) < 4:
-        raise ValueError(f"{len(docs)} documents: {purpose} needs at least 4 (2 of them are held out for evaluation)")
-    if not vocab_file.exists():
-        vocab_file.parent.mkdir(parents=True, exist_ok=True)
-        save_vocab(train_vocab([s for d in docs for s in d], vocab_size=vocab_size), vocab_file)
-    tokenizer = BertTokenizer(vocab_file)
-    fast = Tokenizer(models.WordPiece(tokenizer.vocab, unk_token="[UNK]"))
-    fast.normalizer = normalizers.BertNormalizer(lowercase=True)
-    fast.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenized = [[e.ids for e in fast.encode_batch(d, add_special_tokens=False)] for d in docs]
-    return tokenizer, tokenized, max(2, len(tokenized) // 20)
+    @classmethod
+    def from_dict(cls, data: dict) -> PretrainConfig:
+        """A run's pretrain_config.json as its config (also one written by an earlier minibert, whose model sizes
+        were fields of the run's config)."""
+        data, sizes = dict(data), {}
+        for name in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                     "hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if name in data:
+                sizes[name] = data.pop(name)
+        model = BertConfig.from_dict(data.pop("model")) if "model" in data else BertConfig.tiny(**sizes)
+        return cls(**data, model=model)
 
 
 def prepare(cfg: PretrainConfig, out: Path) -> tuple[BertTokenizer, list[NSPInstance], list[NSPInstance]]:
@@ -529,7 +490,7 @@ def plot_history(history: list[dict]):
 def fill_mask(model, tokenizer: BertTokenizer, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
     """For each [MASK] in `text`, the top_k pieces and their probabilities (BertForPreTraining or BertForMaskedLM;
     the model is left in the mode it was in)."""
-    enc = tokenizer.encode(text)
+    enc = tokenizer(text)
     positions = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"]
     if not positions:
         raise ValueError("the text has no [MASK]: write [MASK] where a piece should be predicted")
@@ -545,27 +506,29 @@ def fill_mask(model, tokenizer: BertTokenizer, text: str, top_k: int = 5) -> lis
             for ps, ids in zip(top.values, top.indices, strict=True)]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line, made from PretrainConfig's fields: a new field is a new flag, with no second list."""
+def build_parser(defaults: PretrainConfig | None = None) -> argparse.ArgumentParser:
+    """The command line, made from PretrainConfig's fields (and its model's): a new field is a new flag, with no
+    second list. `defaults` replaces the fields' defaults (`python -m minibert.train`: Base size)."""
     parser = argparse.ArgumentParser(prog="python -m minibert.pretrain", description="Pretrain a small BERT (MLM + "
                                      "NSP) and resume it; give --steps or --minutes (or both).")
-    add_fields(parser, PretrainConfig)
+    add_fields(parser, PretrainConfig, defaults)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
-def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None,
-                extra: dict | None = None) -> tuple[PretrainConfig, dict] | int:
+def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None, extra: dict | None = None,
+                defaults: PretrainConfig | None = None) -> tuple[PretrainConfig, dict] | int:
     """What every pretraining command does (`python -m minibert.pretrain`, `python -m minibert.train`): parse the
     flags into a PretrainConfig, check that the run has an end, train (under torchrun too), and take the process
     group down. Returns the config and the result for the first process to report; else the exit status (130 after
     Ctrl+C, 0 for the other processes under torchrun). `extra` names the parser's flags that are not fields of the
-    config (`{"peak_tflops": None}`): their values are written into it."""
+    config (`{"peak_tflops": None}`): their values are written into it. `defaults`: the config the parser was built
+    from (`build_parser(defaults)`), which gives the model's fields that are not flags."""
     args = vars(parser.parse_args(argv))
     progress = not args.pop("no_progress")
     for name in extra or {}:
         extra[name] = args.pop(name)
-    cfg = PretrainConfig(**args)
+    cfg = config_from_args(PretrainConfig, args, defaults)
     if cfg.max_minutes is None and cfg.max_steps is None:
         parser.error("give --minutes or --steps (or both)")
     try:

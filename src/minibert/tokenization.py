@@ -207,7 +207,7 @@ class BertTokenizer:
     Args:
         vocab: vocab.txt path, token list or token -> id dict.
         do_lower_case: True for uncased models (lower-case and strip accents), False for cased ones.
-        max_length: longest input `encode` accepts (positions, specials included).
+        max_length: longest input `tokenizer(a, b)` and `encode` accept (positions, specials included).
         strip_accents, tokenize_chinese_chars: as in BasicTokenizer (and in a folder's tokenizer_config.json).
     """
 
@@ -281,8 +281,8 @@ class BertTokenizer:
         tokens = [t for t in self.convert_ids_to_tokens(ids) if not (skip_special_tokens and t in SPECIAL_TOKENS)]
         return " ".join(tokens).replace(" ##", "")
 
-    def encode(self, text_a: str, text_b: str | None = None) -> Encoding:
-        """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with segment ids.
+    def __call__(self, text_a: str, text_b: str | None = None) -> Encoding:
+        """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with segment ids: `tokenizer(a, b)`, as in transformers.
 
         Raises:
             ValueError: the input has more than `max_length` positions; cut it with `split_into_windows`.
@@ -296,6 +296,10 @@ class BertTokenizer:
                 "cut long text into overlapping windows with split_into_windows()"
             )
         return Encoding(tokens, self.convert_tokens_to_ids(tokens), segments, [1] * len(tokens))
+
+    def encode(self, text_a: str, text_b: str | None = None) -> list[int]:
+        """The ids of `self(text_a, text_b)`, specials included, as transformers' `encode`."""
+        return self(text_a, text_b).input_ids
 
 
 def build_inputs(tokens_a: Sequence[str], tokens_b: Sequence[str] | None = None) -> tuple[list[str], list[int]]:
@@ -345,18 +349,41 @@ def split_into_windows(ids: Sequence, max_length: int = MAX_POSITIONS, stride: i
 
 def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2, lowercase: bool = True):
     """A WordPiece `tokenizers.Tokenizer` trained on `texts`, with BERT's normalizer, pre-tokenizer and
-    special tokens (ids 0-4 in SPECIAL_TOKENS order)."""
+    special tokens (ids 0-4 in SPECIAL_TOKENS order), and the same pieces with the same ids in every process.
+
+    Why the extra special tokens (given): `tokenizers` numbers the continuing pieces (##x) in the order of a hash
+    map, which changes from process to process, and breaks ties between equally frequent merges by those numbers
+    (tokenizers#1794), so two runs on the same corpus could end with different pieces. Registering every ##x of
+    the corpus up front, sorted, fixes their numbers and so every tie; they are the ##x pieces the trainer would
+    have made, and become ordinary pieces again below. `in_stable_order` then fixes the ids."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+    texts = list(texts)  # read twice: for the tie-breakers and by the trainer
+    special_tokens = [*SPECIAL_TOKENS, *_continuing_pieces(texts, lowercase)]
     tokenizer = Tokenizer(models.WordPiece(unk_token=UNK))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS)
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=special_tokens
     )
     tokenizer.train_from_iterator(texts, trainer)
+    trained, vocab = tokenizer, tokenizer.get_vocab()
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token=trained.model.unk_token))  # the ##x: ordinary pieces
+    tokenizer.normalizer, tokenizer.pre_tokenizer = trained.normalizer, trained.pre_tokenizer
     tokenizer.decoder = decoders.WordPiece()
+    tokenizer.add_special_tokens([t for t in SPECIAL_TOKENS if t in vocab])
     return in_stable_order(tokenizer)
+
+
+def _continuing_pieces(texts: list[str], lowercase: bool) -> list[str]:
+    """Every ##x whose character x continues a word somewhere in `texts` (after BERT's normalizer and
+    pre-tokenizer), sorted."""
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
+    normalizer, pre_tokenizer = BertNormalizer(lowercase=lowercase), BertPreTokenizer()
+    return sorted({"##" + ch for text in texts
+                   for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)) for ch in word[1:]})
 
 
 def in_stable_order(tokenizer):
@@ -365,7 +392,7 @@ def in_stable_order(tokenizer):
     which differs from process to process (tokenizers issue #1794), so two runs give their pieces different ids and
     the same seed different embedding rows and weights. This renumbering fixes the ids; the pieces, and so every
     tokenization as text, are unchanged. (The same hash order also breaks ties between equally frequent merges, so
-    two runs can even differ in a few pieces: `minibert.pretrain.train_vocab` fixes that too, for pretraining.)"""
+    two runs could even differ in a few pieces: `train_wordpiece` fixes that with its tie-breakers.)"""
     from tokenizers import models
 
     vocab = tokenizer.get_vocab()

@@ -86,17 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     `python -m minibert.pretrain` is accepted."""
     from minibert import pretrain
 
-    parser = pretrain.build_parser()
+    model = BertConfig.base()
+    base = pretrain.PretrainConfig(out_dir="runs/base", model=model, vocab_size=model.vocab_size, learning_rate=1e-4,
+                                   batch_size=256, precision="bf16")
+    parser = pretrain.build_parser(base)
     parser.prog = "python -m minibert.train"
     parser.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: from the GPU's"
                         f" name: {', '.join(PEAK_TFLOPS)})")
-    base = BertConfig.base()
-    parser.set_defaults(hidden_size=base.hidden_size, num_hidden_layers=base.num_hidden_layers,
-                        num_attention_heads=base.num_attention_heads, intermediate_size=base.intermediate_size,
-                        vocab_size=base.vocab_size, learning_rate=1e-4, batch_size=256, precision="bf16",
-                        out_dir="runs/base")
     extra = {"peak_tflops": None}
-    outcome = pretrain.run_command(parser, argv, extra)  # chapter 06's command: parse, check, train, tear down
+    outcome = pretrain.run_command(parser, argv, extra, base)  # chapter 06's command: parse, check, train, tear down
     if isinstance(outcome, int):
         return outcome
     cfg, result = outcome

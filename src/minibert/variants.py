@@ -27,10 +27,10 @@ from torch import nn
 from minibert.checkpoint import PreTrainedMixin
 from minibert.cli import add_fields, arg, config_from_args
 from minibert.config import BertConfig
+from minibert.data import pad_rows, tokenized_corpus
 from minibert.heads import BertForMaskedLM, masked_token_accuracy
 from minibert.masking import IGNORE_INDEX, mask_tokens
 from minibert.model import ACTIVATIONS, BertModel
-from minibert.pretrain import tokenized_corpus
 from minibert.tokenization import BertTokenizer
 from minibert.training import EpochSampler, Schedule, make_optimizer, train_step
 
@@ -86,12 +86,8 @@ class MLMCollator:
         self.generator = generator
 
     def __call__(self, rows: list[list[int]]) -> dict[str, torch.Tensor]:
-        T = max(len(r) for r in rows)
-        input_ids = torch.full((len(rows), T), self.pad_id, dtype=torch.long)  # (B, T)
-        attention_mask = torch.zeros(len(rows), T, dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, :len(row)] = torch.tensor(row)
-            attention_mask[i, :len(row)] = 1
+        input_ids = pad_rows(rows, self.pad_id)  # (B, T)
+        attention_mask = pad_rows([[1] * len(row) for row in rows])
         special = torch.isin(input_ids, self.special_ids)  # [UNK] is never a target either: its original is unknown
         inputs, labels = mask_tokens(input_ids, special, vocab_size=self.vocab_size, mask_token_id=self.mask_id,
                                      attention_mask=attention_mask, generator=self.generator, **self.mask_kw)
@@ -121,7 +117,8 @@ class StudyConfig:
 
 def corpus_rows(cfg: StudyConfig, out: Path) -> tuple[BertTokenizer, list[list[int]], list[list[int]]]:
     """Train (or reuse) the vocabulary in `out`, and pack the corpus into FULL-SENTENCES rows: held-out documents
-    (1 in 20, at least 2) for evaluation, the rest for training (chapter 06's corpus pipeline, `tokenized_corpus`)."""
+    (1 in 20, at least 2) for evaluation, the rest for training (the pretraining corpus pipeline,
+    `data.tokenized_corpus`)."""
     tokenizer, tokenized, n_eval = tokenized_corpus(cfg.corpus, cfg.limit_documents, out / "vocab.txt",
                                                     cfg.vocab_size, purpose="the study")
     cls_id, sep_id = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
@@ -315,18 +312,15 @@ def sentence_features(encoder: BertModel, tokenizer: BertTokenizer, texts: list[
     The mean, not [CLS]: without NSP nothing in pretraining gives the [CLS] state a meaning."""
     was_training = encoder.training
     encoder.eval()
-    rows = [tokenizer.encode(t).input_ids[:max_length - 1] + [tokenizer.vocab["[SEP]"]] for t in texts]
+    rows = [tokenizer.encode(t)[:max_length - 1] + [tokenizer.vocab["[SEP]"]] for t in texts]
     out = []
     try:
         for i in range(0, len(rows), batch_size):
             chunk = rows[i:i + batch_size]
-            T = max(len(r) for r in chunk)
-            ids = torch.zeros(len(chunk), T, dtype=torch.long)
-            mask = torch.zeros(len(chunk), T)
-            for k, r in enumerate(chunk):
-                ids[k, :len(r)], mask[k, :len(r)] = torch.tensor(r), 1.0
-            hidden = encoder(ids, mask.long()).last_hidden_state  # (B, T, H)
-            out.append((hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True))  # (B, H)
+            ids, mask = pad_rows(chunk, tokenizer.vocab["[PAD]"]), pad_rows([[1] * len(r) for r in chunk])  # (B, T)
+            hidden = encoder(ids, mask).last_hidden_state  # (B, T, H)
+            real = mask[..., None].to(hidden.dtype)  # (B, T, 1)
+            out.append((hidden * real).sum(1) / real.sum(1))  # (B, H)
     finally:
         encoder.train(was_training)
     return torch.cat(out)
