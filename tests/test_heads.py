@@ -410,3 +410,12 @@ def test_the_model_reads_nsp_from_the_pooler_and_seq_relationship(batch):
     assert out.seq_relationship_logits.shape == (B, 2)
     assert max_diff(out.seq_relationship_logits, expected) < 1e-6
     assert max_diff(out.seq_relationship_logits, cls(base.pooler_output)) < 1e-6
+    from minibert.heads import next_sentence_logits
+
+    assert torch.equal(out.seq_relationship_logits, next_sentence_logits(base.last_hidden_state, dense, cls))
+    calls = []
+    hook = dense.register_forward_hook(lambda *_: calls.append(1))
+    with torch.no_grad():
+        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    hook.remove()
+    assert len(calls) == 1, f"the pooler ran {len(calls)} times in one forward: BertModel's pooler_output is read"

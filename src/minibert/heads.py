@@ -116,11 +116,20 @@ class BertPreTrainingHeads(nn.Module):
         self.predictions = BertLMPredictionHead(config, word_embeddings)
         self.seq_relationship = nn.Linear(config.hidden_size, 2)
 
+    def forward(self, sequence_output: torch.Tensor, pooled_output: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Vocabulary logits of the states given ((B, T, V), or (N, V) for the targets' states) and the NSP logits
+        of the pooled [CLS] (B, 2): `next_sentence_logits` with the pooling done by `BertModel`'s pooler."""
+        return self.predictions(sequence_output), self.seq_relationship(pooled_output)
+
 
 class BertOnlyMLMHead(nn.Module):
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
         self.predictions = BertLMPredictionHead(config, word_embeddings)
+
+    def forward(self, sequence_output: torch.Tensor) -> torch.Tensor:
+        return self.predictions(sequence_output)
 
 
 def untie_decoder(head: BertLMPredictionHead) -> None:
@@ -130,14 +139,15 @@ def untie_decoder(head: BertLMPredictionHead) -> None:
     head.decoder.bias = nn.Parameter(head.decoder.bias.detach().clone())
 
 
-def _mlm_logits(head: BertLMPredictionHead, sequence_output, labels, targets_only: bool):
-    """Vocabulary logits at every position (B, T, V), or only at the targets (N, V) with their labels (N,)."""
+def _mlm_inputs(sequence_output: torch.Tensor, labels: torch.Tensor | None, targets_only: bool):
+    """The states the MLM head reads, with their labels: every position's (B, T, H), or the targets' only (N, H)
+    with their labels (N,), for vocabulary logits at the targets only."""
     if not targets_only:
-        return head(sequence_output), labels
+        return sequence_output, labels
     if labels is None:
         raise ValueError("targets_only=True needs labels: they say which positions are targets")
     targets = labels != IGNORE_INDEX  # (B, T)
-    return head(sequence_output[targets]), labels[targets]  # (N, V), (N,)
+    return sequence_output[targets], labels[targets]  # (N, H), (N,)
 
 
 class BertForPreTraining(PreTrainedMixin, nn.Module):
@@ -160,11 +170,11 @@ class BertForPreTraining(PreTrainedMixin, nn.Module):
                 output_hidden_states: bool = False) -> BertForPreTrainingOutput:
         """labels: (B, T) original ids at targets, -100 elsewhere; next_sentence_label: (B,) 0 IsNext, 1 NotNext.
         targets_only=True computes the vocabulary logits at the targets only (training)."""
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                        output_hidden_states)
-        logits, mlm_labels = _mlm_logits(self.cls.predictions, out.last_hidden_state, labels, targets_only)
-        nsp_logits = next_sentence_logits(out.last_hidden_state, self.bert.pooler.dense,
-                                          self.cls.seq_relationship)  # (B, 2)
+        out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                        position_ids=position_ids, output_attentions=output_attentions,
+                        output_hidden_states=output_hidden_states)
+        states, mlm_labels = _mlm_inputs(out.last_hidden_state, labels, targets_only)
+        logits, nsp_logits = self.cls(states, out.pooler_output)  # (B, T, V) or (N, V); (B, 2)
         loss = mlm_loss = nsp_loss = None
         if labels is not None and next_sentence_label is not None:
             loss, mlm_loss, nsp_loss = pretraining_loss(logits, mlm_labels, nsp_logits, next_sentence_label)
@@ -190,9 +200,11 @@ class BertForMaskedLM(PreTrainedMixin, nn.Module):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
                 targets_only: bool = False, output_attentions: bool = False,
                 output_hidden_states: bool = False) -> MaskedLMOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions,
-                        output_hidden_states)
-        logits, mlm_labels = _mlm_logits(self.cls.predictions, out.last_hidden_state, labels, targets_only)
+        out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                        position_ids=position_ids, output_attentions=output_attentions,
+                        output_hidden_states=output_hidden_states)
+        states, mlm_labels = _mlm_inputs(out.last_hidden_state, labels, targets_only)
+        logits = self.cls(states)  # (B, T, V), or (N, V) at the targets
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), mlm_labels.reshape(-1),

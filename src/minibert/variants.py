@@ -241,7 +241,8 @@ class ElectraForPreTraining(PreTrainedMixin, nn.Module):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None) -> ElectraForPreTrainingOutput:
         """labels: (B, T) 1 where the piece was replaced, 0 where it is the original."""
-        hidden = self.electra(input_ids, attention_mask, token_type_ids).last_hidden_state  # (B, T, H)
+        hidden = self.electra(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state  # (B, T, H)
         logits = self.discriminator_predictions(hidden)  # (B, T)
         loss = None
         if labels is not None:  # L_RTD, the replaced-token loss of `electra_loss` (one loss, the exercise's)
@@ -283,10 +284,12 @@ class Electra(nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None,
                 sampler: torch.Generator | None = None) -> ElectraOutput:
         """input_ids: (B, T) the generator's masked input; labels: (B, T) the originals at the targets."""
-        gen = self.generator(input_ids, attention_mask, token_type_ids, labels=labels, targets_only=True)
+        gen = self.generator(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                             labels=labels, targets_only=True)
         original = torch.where(labels != IGNORE_INDEX, labels, input_ids)  # (B, T) the uncorrupted row
         corrupted, is_replaced = replace_with_samples(original, labels, gen.logits, sampler)
-        logits = self.discriminator(corrupted, attention_mask, token_type_ids).logits  # (B, T)
+        logits = self.discriminator(input_ids=corrupted, attention_mask=attention_mask,
+                                    token_type_ids=token_type_ids).logits  # (B, T)
         loss, rtd = electra_loss(gen.loss, logits, is_replaced, attention_mask, self.rtd_weight)
         return ElectraOutput(loss, gen.loss, rtd, logits, is_replaced, attention_mask)
 
