@@ -17,19 +17,18 @@ import pytest
 import torch
 from helpers import max_diff
 
+import minibert.comparison as comparison
 import minibert.finetune as finetune
+from minibert.comparison import compare, comparison_table, plot_comparison, write_comparison
 from minibert.config import BertConfig
 from minibert.finetune import (
     FinetuneConfig,
     _init_name,
     build_model,
     collate,
-    compare,
-    comparison_table,
     extend_positions,
     ner_evaluate,
     ner_features,
-    plot_comparison,
     qa_answers,
     qa_evaluate,
     sentiment_evaluate,
@@ -346,8 +345,8 @@ def test_command_line_runs_a_task(tmp_path, capsys):
 
 def test_compare_command_keeps_the_recipe_unless_a_flag_overrides_it(monkeypatch, tmp_path):
     seen = {}
-    monkeypatch.setattr(finetune, "compare", lambda tasks, inits, progress, **given: seen.update(given) or [])
-    monkeypatch.setattr(finetune, "plot_comparison", lambda rows: type("F", (), {"savefig": lambda *a, **k: None})())
+    monkeypatch.setattr(comparison, "compare", lambda tasks, inits, progress, **given: seen.update(given) or [])
+    monkeypatch.setattr(comparison, "plot_comparison", lambda rows: type("F", (), {"savefig": lambda *a, **k: None})())
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs" / "finetune").mkdir(parents=True)
     assert finetune.main(["--compare", "--batch-size", "16", "--no-progress"]) == 0
@@ -374,3 +373,5 @@ def test_compare_runs_every_start_and_tells_how_to_make_ours(tmp_path, ours):
     assert "scratch" in table and ours.parent.name in table and "accuracy" in table
     fig = plot_comparison(rows)
     assert len(fig.axes[0].patches) == 2
+    written = write_comparison(rows, tmp_path / "written")
+    assert json.loads(written[0].read_text(encoding="utf-8")) == rows and written[1].stat().st_size > 0
