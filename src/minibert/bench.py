@@ -36,7 +36,6 @@ from minibert.training import autocast
 __all__ = ["run", "BenchConfig", "report", "models", "pretraining_batch", "main"]
 
 
-
 @dataclass
 class BenchConfig:
     """One benchmark; every field is also a flag of `python -m minibert.bench`."""

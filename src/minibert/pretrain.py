@@ -122,11 +122,9 @@ class PretrainConfig:
     def from_dict(cls, data: dict) -> PretrainConfig:
         """A run's pretrain_config.json as its config (also one written by an earlier minibert, whose model sizes
         were fields of the run's config)."""
-        data, sizes = dict(data), {}
-        for name in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                     "hidden_dropout_prob", "attention_probs_dropout_prob"):
-            if name in data:
-                sizes[name] = data.pop(name)
+        data = dict(data)
+        flat = cls.__dataclass_fields__["model"].metadata["fields"]  # the model's fields that are flags
+        sizes = {name: data.pop(name) for name in flat if name in data}
         model = BertConfig.from_dict(data.pop("model")) if "model" in data else BertConfig.tiny(**sizes)
         return cls(**data, model=model)
 
