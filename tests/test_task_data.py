@@ -158,3 +158,52 @@ def test_wnut16_blank_or_tab_lines_separate_tweets(tmp_path):
 def test_provenance_notes_cite_the_sources():
     assert "Pang" in fd.ROTTEN_TOMATOES_PROVENANCE and "Apache" in fd.ROTTEN_TOMATOES_PROVENANCE
     assert "Strauss" in fd.WNUT16_PROVENANCE and "2,394" in fd.WNUT16_PROVENANCE
+
+
+# ---------------------------------------------------------------------------------------------- pretraining text
+
+
+@pytest.fixture(scope="module")
+def course_texts():
+    return fd.pretraining_texts()
+
+
+def _paragraphs(texts):
+    return {p for text in texts for p in text.split("\n\n")}
+
+
+def test_pretraining_text_holds_every_training_snippet_and_no_dev_or_test_text(course_texts):
+    paragraphs = _paragraphs(course_texts)
+    folded = {p.casefold() for p in paragraphs}
+    assert {text.casefold() for text, _ in fd.load_rotten_tomatoes("train")} <= folded
+    for split in ("dev", "test"):
+        assert not {text.casefold() for text, _ in fd.load_rotten_tomatoes(split)} & folded, split
+        tweets = {" ".join(words) for words, _ in fd.load_wnut16(split)}
+        assert not tweets & paragraphs, split
+    assert {" ".join(words) for words, _ in fd.load_wnut16("train")} <= paragraphs
+
+
+def test_pretraining_text_groups_a_films_snippets_and_mixes_the_kinds(course_texts):
+    assert len(course_texts) == len(set(course_texts)) > 1_000
+    films = [t for t in course_texts if t.split("\n\n")[0].casefold() in
+             {text.casefold() for text, _ in fd.load_rotten_tomatoes("train")}]
+    assert max(len(t.split("\n\n")) for t in films) >= 10, "a film's snippets are one document"
+    first = course_texts[: len(course_texts) // 20]  # what a pretraining run holds out
+    tweets = {" ".join(words) for words, _ in fd.load_wnut16("train")}
+    assert any(t.split("\n\n")[0] in tweets for t in first) and any(t in films for t in first)
+    assert fd.pretraining_texts() == course_texts, "deterministic"
+
+
+def test_pretraining_text_with_wikipedia_leaves_out_the_qa_evaluation_paragraphs(course_texts):
+    from minibert.qa_generation import eval_contexts
+
+    with_wiki = fd.pretraining_texts(wikipedia=True)
+    assert set(course_texts) < set(with_wiki)
+    assert not eval_contexts() & _paragraphs(with_wiki)
+
+
+def test_load_documents_reads_the_course_corpus():
+    from minibert.data import load_documents
+
+    docs = load_documents("course")
+    assert len(docs) == len(fd.pretraining_texts()) and all(docs) and all(isinstance(s, str) for s in docs[0])

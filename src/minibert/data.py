@@ -90,12 +90,17 @@ def split_document(text: str) -> list[str]:
 
 
 def load_documents(source: str | Path | Iterable[str] = "wikipedia", limit: int | None = None) -> list[list[str]]:
-    """Documents (lists of sentences) from "wikipedia" (gensim's sample), a folder of .txt files (one document per
-    file), a single .txt file (one document), or an iterable of texts (one document each)."""
+    """Documents (lists of sentences) from "wikipedia" (gensim's sample), "course" (the unlabelled training text of
+    chapter 08's tasks: film reviews, plot summaries, tweets) or "course+wikipedia" (both), a folder of .txt files (one
+    document per file), a single .txt file (one document), or an iterable of texts (one document each)."""
     if isinstance(source, str) and source == "wikipedia":
         from minibert.corpus import load_wikipedia_sample
 
         docs = [[s for p in a.paragraphs for s in split_sentences(p)] for a in load_wikipedia_sample(limit=limit)]
+    elif isinstance(source, str) and source in ("course", "course+wikipedia"):
+        from minibert.task_data import pretraining_texts  # chapter 08's data, its training splits only
+
+        docs = [split_document(text) for text in pretraining_texts(wikipedia=source == "course+wikipedia")]
     elif isinstance(source, (str, Path)):
         path = Path(source)
         if path.is_dir():

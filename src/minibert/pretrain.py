@@ -70,7 +70,9 @@ class PretrainConfig:
     """A pretraining run; every field is also a flag of `python -m minibert.pretrain` (see `build_parser`)."""
 
     out_dir: str = field(default="runs/tiny", metadata=arg("run folder; resumes from its checkpoint", "--out"))
-    corpus: str = field(default="wikipedia", metadata=arg("'wikipedia' (gensim's sample) or a folder of .txt"))
+    corpus: str = field(default="wikipedia", metadata=arg("'wikipedia' (gensim's sample), 'course' (the unlabelled "
+                                                          "training text of chapter 08's tasks), 'course+wikipedia', "
+                                                          "or a folder of .txt"))
     limit_documents: int | None = field(default=None, metadata=arg("use only the first N documents"))
     vocab_size: int = field(default=8000, metadata=arg("WordPiece vocabulary to train"))
     max_seq_length: int = field(default=128, metadata=arg("positions per input", "--seq-len"))

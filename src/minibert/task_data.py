@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 __all__ = ["load_rotten_tomatoes", "load_wnut16", "load_qa", "load_wiki_qa_eval", "read_rotten_tomatoes",
            "read_wnut16", "rotten_tomatoes_path", "wnut16_path", "seeded_split", "dedupe", "package_data_file",
-           "MissingDataPackage"]
+           "MissingDataPackage", "pretraining_texts"]
 
 T = TypeVar("T")
 
@@ -287,3 +287,48 @@ def _generated_paragraphs() -> list[dict[str, Any]]:
     from minibert.qa_generation import generate_qa
 
     return [p for article in generate_qa()["data"] for p in article["paragraphs"]]
+
+
+# ---------------------------------------------------------------------------------------------- pretraining text
+
+
+def pretraining_texts(wikipedia: bool = False) -> list[str]:
+    """The unlabelled text of the tasks' training splits, as documents for pretraining (`--corpus course`):
+    chapter 06's own checkpoint reads the kind of text it will be fine-tuned on.
+
+    Why: a tiny model pretrained for minutes on 106 Wikipedia articles learns little that helps it read film reviews
+    or tweets; the training text of the downstream tasks is a good pretraining corpus (Krishna et al. 2022,
+    "Downstream datasets make surprisingly good pretraining corpora"; Gururangan et al. 2020, "Don't stop
+    pretraining"). Labels are never read, and no dev or test text is used, so fine-tuning scores stay honest.
+
+    Documents (blank lines between paragraphs, as `minibert.data.load_documents` reads them):
+      - each film's Rotten Tomatoes training snippets, in file order, one snippet per paragraph (so an IsNext pair is
+        two snippets about the same film);
+      - each film's IMDb plot summaries (the file's 1,097 "plot" rows, which no task uses);
+      - the WNUT-16 training tweets, eight per document in split order;
+      - with `wikipedia`, the Wikipedia sample's articles less the paragraphs of the QA evaluation set.
+    They are ordered by sha256 of their first 200 characters, so the held-out documents of a pretraining run (the
+    first 1 in 20) are a mix of the kinds.
+    """
+    train = {_rt_key(pair) for pair in load_rotten_tomatoes("train")}
+    snippets: dict[str, list[str]] = {}
+    plots: dict[str, list[str]] = {}
+    with bz2.open(rotten_tomatoes_path(), "rt", encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            text = " ".join(html.unescape(row["text"]).split())
+            if row["category"] == "plot" and text:
+                plots.setdefault(row["movie_name"], []).append(text)
+            elif text.casefold() in train:
+                train.discard(text.casefold())  # a duplicate snippet (another film's title) counts once
+                snippets.setdefault(row["movie_name"], []).append(text)
+    documents = [*map("\n\n".join, snippets.values()), *map("\n\n".join, plots.values())]
+    tweets = [" ".join(words) for words, _ in load_wnut16("train")]
+    documents += ["\n\n".join(tweets[i: i + 8]) for i in range(0, len(tweets), 8)]
+    if wikipedia:
+        from minibert.corpus import load_wikipedia_sample
+        from minibert.qa_generation import eval_contexts
+
+        held_out = eval_contexts()
+        documents += ["\n\n".join(p for p in a.paragraphs if p not in held_out) for a in load_wikipedia_sample()]
+    documents = [d for d in documents if d.strip()]
+    return sorted(documents, key=lambda d: hashlib.sha256(d[:200].encode()).hexdigest())
