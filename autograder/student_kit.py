@@ -69,7 +69,8 @@ test: $(STAMP)  ## the package tests on your own src/minibert, then the certific
 \t$(BIN)/python -m minibert_course.certify --tests tests --json build/certificate.json
 
 pretrain: $(STAMP)  ## chapter 06's tiny BERT with your code, 6,000 steps into runs/tiny (about 10 min; again: resumes)
-\t$(BIN)/python -m minibert.pretrain --out runs/tiny --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000 $(ARGS)
+\t$(BIN)/python -m minibert.pretrain --out runs/tiny --corpus course+wikipedia \\
+\t\t--seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000 $(ARGS)
 
 finetune-compare: $(STAMP)  ## chapter 08 with your code: every task from scratch / runs/tiny / MiniLM; runs/finetune
 \t$(BIN)/python -m minibert.finetune --compare $(ARGS)

@@ -345,12 +345,16 @@ def test_command_line_runs_a_task(tmp_path, capsys):
 
 def test_compare_command_keeps_the_recipe_unless_a_flag_overrides_it(monkeypatch, tmp_path):
     seen = {}
-    monkeypatch.setattr(comparison, "compare", lambda tasks, inits, progress, **given: seen.update(given) or [])
+    monkeypatch.setattr(comparison, "compare",
+                        lambda tasks, inits, progress, seeds, **given: seen.update(given, seeds=seeds) or [])
     monkeypatch.setattr(comparison, "plot_comparison", lambda rows: type("F", (), {"savefig": lambda *a, **k: None})())
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs" / "finetune").mkdir(parents=True)
     assert finetune.main(["--compare", "--batch-size", "16", "--no-progress"]) == 0
-    assert seen == {"batch_size": 16}, "only the flags given, so COMPARE_RECIPE's epochs and limits stay"
+    assert seen == {"batch_size": 16, "seeds": (0,)}, "only the flags given, so COMPARE_RECIPE's epochs and limits stay"
+    seen.clear()
+    assert finetune.main(["--compare", "--seeds", "0,1,2", "--no-progress"]) == 0
+    assert seen == {"seeds": (0, 1, 2)}
 
 
 def test_default_learning_rate_follows_the_width(tmp_path, ours, capsys):
@@ -375,3 +379,53 @@ def test_compare_runs_every_start_and_tells_how_to_make_ours(tmp_path, ours):
     assert len(fig.axes[0].patches) == 2
     written = write_comparison(rows, tmp_path / "written")
     assert json.loads(written[0].read_text(encoding="utf-8")) == rows and written[1].stat().st_size > 0
+
+
+def test_compare_runs_each_seed_in_a_folder_of_its_own_and_summarizes_them(tmp_path, ours):
+    rows = compare(("sentiment",), ("scratch",), out_root=str(tmp_path), progress=False, seeds=(0, 1), epochs=1,
+                   batch_size=8, max_seq_length=24, limit_train=16, limit_eval=8)
+    assert [r["seed"] for r in rows] == [0, 1]
+    assert (tmp_path / "sentiment-scratch" / "result.json").exists()
+    assert (tmp_path / "sentiment-scratch-seed1" / "result.json").exists()
+    assert all(r["recipe"]["seed"] == r["seed"] and r["recipe"]["epochs"] == 1 for r in rows)
+    assert all(len(r["dev_curve"]) == 1 and r["dev_curve"][-1] == r["dev"] for r in rows)
+    (summary,) = comparison.summarize(rows)
+    assert summary["runs"] == 2 and summary["test"] == pytest.approx((rows[0]["percent"] + rows[1]["percent"]) / 2)
+    assert "± " in comparison_table(rows)
+
+
+def test_summarize_gives_mean_and_standard_error():
+    rows = [{"task": "ner", "init": "tiny", "metric": "entity_f1", "percent": p, "dev": d, "seconds": 60.0}
+            for p, d in ((10.0, 20.0), (12.0, 22.0), (14.0, 24.0))]
+    (s,) = comparison.summarize(rows)
+    assert (s["runs"], s["test"], s["dev"]) == (3, 12.0, 22.0)
+    assert s["test_se"] == pytest.approx(2 / 3 ** 0.5) and s["dev_se"] == pytest.approx(2 / 3 ** 0.5)
+    (one,) = comparison.summarize(rows[:1])
+    assert one["test_se"] == 0.0 and one["test"] == 10.0
+
+
+def test_recipe_is_per_task_and_minilm_has_its_own_budget():
+    assert comparison.recipe_for("ner", "scratch") == comparison.COMPARE_RECIPE["ner"]
+    assert comparison.recipe_for("ner", "runs/tiny/checkpoint") == comparison.COMPARE_RECIPE["ner"]
+    assert comparison.recipe_for("sentiment", "minilm") == comparison.MINILM_RECIPE["sentiment"]
+    assert comparison.recipe_for("unknown", "scratch") == {}
+
+
+def test_shipped_comparison_is_complete_and_was_run_with_the_current_recipe():
+    """The figures chapter 08 and the README show without the long run: every task, both tiny starts, every seed,
+    with the recipe the code has now (a changed recipe must ship new figures)."""
+    shipped = comparison.shipped_comparison()
+    assert {"measured", "command", "checkpoint"} <= set(shipped["provenance"])
+    rows = shipped["rows"]
+    cells = {(r["task"], r["init"], r["seed"]) for r in rows}
+    assert len(cells) == len(rows), "one row per task, start and seed"
+    for task in finetune.TASKS:
+        for init in ("scratch", "tiny"):
+            seeds = {seed for t, i, seed in cells if (t, i) == (task, init)}
+            assert seeds == set(comparison.COMPARE_SEEDS), (task, init)
+    for r in rows:
+        recipe = {k: v for k, v in r["recipe"].items() if k != "seed"}
+        assert recipe == comparison.recipe_for(r["task"], r["init"]), r
+        assert r["dev_curve"][-1] == r["dev"] and 0 <= r["percent"] <= 100 and r["seconds"] > 0
+        assert r["percent"] == (r["test"][r["metric"]] if r["task"] == "qa" else 100 * r["test"][r["metric"]])
+    assert len(comparison.summarize(rows)) == 2 * len(finetune.TASKS)

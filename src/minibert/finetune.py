@@ -406,6 +406,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         "prints a table and writes comparison.json and comparison.png into runs/finetune")
     parser.add_argument("--tasks", default=",".join(TASKS), help="with --compare (default: %(default)s)")
     parser.add_argument("--inits", default=",".join(COMPARE_INITS), help="with --compare (default: %(default)s)")
+    parser.add_argument("--seeds", default="0", help="with --compare: seeds per task and start, e.g. 0,1,2 (default: "
+                        "%(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
 
@@ -414,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     args = vars(_build_parser().parse_args(argv))
     progress = not args.pop("no_progress")
     comparing, tasks, inits = args.pop("compare"), args.pop("tasks").split(","), args.pop("inits").split(",")
+    seeds = tuple(int(s) for s in args.pop("seeds").split(","))
     try:
         if comparing:
             from minibert import comparison  # the study built on this module's loop
@@ -421,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
             defaults = asdict(FinetuneConfig())
             given = {k: v for k, v in args.items()  # flags given on the command line override COMPARE_RECIPE
                      if v != defaults[k] and k not in ("task", "init", "out_dir", "like")}
-            rows = comparison.compare(tuple(tasks), tuple(inits), progress=progress, **given)
+            given.pop("seed", None)  # --seeds, not --seed
+            rows = comparison.compare(tuple(tasks), tuple(inits), progress=progress, seeds=seeds, **given)
             written = comparison.write_comparison(rows)
             print(comparison.comparison_table(rows))
             print(f"written: {', '.join(map(str, written))}")
