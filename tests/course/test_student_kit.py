@@ -279,13 +279,14 @@ def test_kit_runs_the_courses_recipes(kit, target, module):
         run = subprocess.run(["make", "-n", "-o", ".venv/.installed", target], cwd=folder, capture_output=True,
                              text=True, timeout=60, env={**os.environ, "ARGS": "--from-the-shell"})
         assert run.returncode == 0, run.stderr
-        recipes.append([line.split() for line in run.stdout.splitlines() if f"-m {module} " in line + " "])
+        lines = run.stdout.replace("\\\n", " ").splitlines()  # a recipe may continue over lines
+        recipes.append([line.split() for line in lines if f"-m {module} " in line + " "])
     assert len(recipes[0]) == 1, recipes[0]
     assert recipes[0][0][0] == ".venv/bin/python", recipes[0]
     assert recipes[0] == recipes[1], f"the kit's make {target} runs the same command as the repository's"
     run = subprocess.run(["make", "-n", "-o", ".venv/.installed", target, "ARGS=--seed 3"], cwd=kit,
                          capture_output=True, text=True, timeout=60)
-    assert [line.split() for line in run.stdout.splitlines() if f"-m {module} " in line + " "] == [
+    assert [line.split() for line in run.stdout.replace("\\\n", " ").splitlines() if f"-m {module} " in line + " "] == [
         recipes[1][0] + ["--seed", "3"]], run.stdout + run.stderr
     assert "runs/" in (kit / ".gitignore").read_text(encoding="utf-8").split()
 
