@@ -37,6 +37,7 @@ from minibert.finetune import (
 )
 from minibert.heads import BertForPreTraining
 from minibert.masking import IGNORE_INDEX
+from minibert.metrics import bio_entities
 from minibert.pretrain import load_trainer_state
 from minibert.task_data import WNUT_LABELS, load_qa, load_wnut16
 from minibert.tasks import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
@@ -302,6 +303,34 @@ def test_token_and_qa_runs_report_their_metrics(tmp_path, task):
                          max_seq_length=96 if task == "qa" else 32, doc_stride=16), progress=False)
     want = {"ner": {"entity_f1", "precision", "recall"}, "qa": {"exact_match", "f1"}}[task]
     assert set(result["test"]) == want and result["metric"] in want
+    analysis = result["analysis"]  # where the test errors are, from the same predictions as the test score
+    assert len(analysis["errors"]) <= 6
+    if task == "ner":
+        gold = [tags for _, tags in finetune.TASKS["ner"].load("test")[:8]]
+        assert sum(s["support"] for s in analysis["per_type"].values()) == len(
+            [e for tags in gold for e in bio_entities(tags)])
+    else:
+        assert sum(s["n"] for s in analysis["per_type"].values()) == 8
+        mean_f1 = sum(s["n"] * s["f1"] for s in analysis["per_type"].values()) / 8
+        assert mean_f1 == pytest.approx(result["test"]["f1"]), "the types' F1 average to the test F1"
+        assert all(e["predicted"] != e["gold"] for e in analysis["errors"])
+
+
+def test_sentiment_analysis_counts_the_test_predictions(tmp_path, tokenizer):
+    cfg = small(tmp_path, task="sentiment")
+    examples = finetune.TASKS["sentiment"].load("test")[:40]
+    model, _, _ = build_model(cfg)
+    scores = sentiment_evaluate(model, tokenizer, examples, cfg, details=True)
+    analysis = scores["analysis"]
+    (a, b), (c, d) = analysis["confusion"]
+    assert a + b + c + d == 40 and (a + d) / 40 == pytest.approx(scores["accuracy"])
+    assert len(analysis["errors"]) == min(6, b + c), "the wrong answers, at most six"
+    assert a + b == sum(1 for _, label in examples if label == 0), "rows are the true classes"
+    confident = [abs(e["p_fresh"] - 0.5) for e in analysis["errors"]]
+    assert confident == sorted(confident, reverse=True), "the errors the model was surest of come first"
+    assert all(e["gold"] != e["predicted"] and e["predicted"] == ("fresh" if e["p_fresh"] > 0.5 else "rotten")
+               for e in analysis["errors"])
+    assert set(sentiment_evaluate(model, tokenizer, examples, cfg)) == {"accuracy"}, "no analysis unless asked"
 
 
 def test_ctrl_c_stops_after_the_step_and_the_resumed_run_ends_bit_for_bit(tmp_path, monkeypatch):
@@ -402,6 +431,36 @@ def test_summarize_gives_mean_and_standard_error():
     assert s["test_se"] == pytest.approx(2 / 3 ** 0.5) and s["dev_se"] == pytest.approx(2 / 3 ** 0.5)
     (one,) = comparison.summarize(rows[:1])
     assert one["test_se"] == 0.0 and one["test"] == 10.0
+
+
+def _analysed(task: str, init: str, seed: int, analysis: dict) -> dict:
+    return {"task": task, "init": init, "seed": seed, "metric": "m", "percent": 1.0, "dev": 1.0, "seconds": 1.0,
+            "analysis": analysis}
+
+
+def test_breakdowns_sum_confusions_and_average_types_over_seeds():
+    rows = [
+        _analysed("sentiment", "tiny", 0, {"classes": ["rotten", "fresh"], "confusion": [[5, 1], [2, 7]],
+                                          "errors": [{"text": "dull", "gold": "rotten", "predicted": "fresh"}]}),
+        _analysed("sentiment", "tiny", 1, {"classes": ["rotten", "fresh"], "confusion": [[4, 2], [0, 9]],
+                                          "errors": []}),
+        _analysed("ner", "tiny", 0, {"per_type": {"person": {"f1": 0.5, "support": 10},
+                                                  "movie": {"f1": 0.0, "support": 0}}, "errors": []}),
+        _analysed("ner", "tiny", 1, {"per_type": {"person": {"f1": 0.3, "support": 10}}, "errors": []}),
+        _analysed("qa", "scratch", 0, {"per_type": {"when": {"f1": 40.0, "n": 3}}, "errors": []}),
+        {"task": "qa", "init": "old", "seed": 0, "metric": "f1", "percent": 1.0, "dev": 1.0, "seconds": 1.0},
+    ]
+    found = comparison.breakdowns(rows)
+    assert found["sentiment"]["tiny"]["confusion"] == [[9, 3], [2, 16]] and found["sentiment"]["tiny"]["runs"] == 2
+    assert found["sentiment"]["tiny"]["errors"][0]["text"] == "dull", "the first seed's wrong answers"
+    person = found["ner"]["tiny"]["per_type"]["person"]
+    assert person["f1"] == pytest.approx(40.0) and person["f1_se"] == pytest.approx(10.0) and person["size"] == 10
+    assert found["qa"]["scratch"]["per_type"]["when"]["f1"] == 40.0 and "old" not in found["qa"], "no analysis"
+    text = comparison.breakdown_tables(rows)
+    assert "true rotten:     9 rotten,     3 fresh (25% wrong)" in text and "person (10)" in text
+    assert "movie" not in text, "a type with no gold entity in the test split is left out"
+    fig = comparison.plot_breakdowns(rows)
+    assert len(fig.axes) == 3
 
 
 def test_recipe_is_per_task_and_minilm_has_its_own_budget():

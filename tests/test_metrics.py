@@ -137,6 +137,71 @@ def test_entity_f1_matches_seqeval():
     print(f"\nentity_f1 vs seqeval: {len(cases)} corpora, {sequences} sentence pairs, max difference {max_difference}")
 
 
+def test_entity_f1_by_type_matches_seqeval_per_type():
+    """Per entity type, as seqeval's classification report counts it (support: the gold entities of the type); the
+    types' true positives add up to entity_f1's."""
+    metrics = pytest.importorskip("seqeval.metrics")
+    checked = 0
+    for name, gold, pred in _seqeval_cases()[::7]:
+        ours = fm.entity_f1_by_type(gold, pred)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = metrics.classification_report(gold, pred, output_dict=True)
+        for kind, score in ours.items():
+            if score["support"] == 0:  # predicted only: seqeval leaves it out of its report
+                assert score["recall"] == score["f1"] == 0.0, (name, kind, score)
+                continue
+            for key in ("precision", "recall", "f1"):
+                assert score[key] == pytest.approx(theirs[kind]["f1-score" if key == "f1" else key], abs=1e-12), (
+                    name, kind, key)
+            assert score["support"] == theirs[kind]["support"], (name, kind)
+            checked += 1
+        overall = fm.entity_f1(gold, pred)
+        correct = sum(round(s["recall"] * s["support"]) for s in ours.values())
+        assert correct == round(overall["recall"] * sum(s["support"] for s in ours.values())), name
+    assert checked > 100
+
+
+def test_confusion_matrix():
+    assert fm.confusion_matrix([0, 0, 1, 1, 1], [0, 1, 1, 0, 1], 2) == [[1, 1], [1, 2]]  # rows: the true class
+    assert fm.confusion_matrix([2], [0], 3) == [[0, 0, 0], [0, 0, 0], [1, 0, 0]]
+    with pytest.raises(ValueError, match="2 predictions but 1 labels"):
+        fm.confusion_matrix([1], [1, 0], 2)
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("Which company released BERT?", "which"),
+    ("In which city was Mozart born?", "which"),
+    ("In what year was BERT released?", "when"),  # a year is asked: 'when', not 'what'
+    ("When did Apollo 8 launch?", "when"),
+    ("Which century saw the first printed book?", "when"),
+    ("How many moons does Mars have?", "how many / much"),
+    ("Roughly how long is the Nile?", "how many / much"),
+    ("Who was king when the war began?", "who"),  # the first question word decides
+    ("Whom did Lincoln marry?", "who"),
+    ("Where was Einstein born?", "where"),
+    ("What is albedo?", "what"),
+    ("Why was Collins removed from the crew?", "why"),
+    ("How did Lincoln's grandfather die?", "how"),
+    ("Name the largest ocean.", "other"),
+    ("Whatever happened?", "other"),  # whole words only
+])
+def test_question_type(question, kind):
+    assert fm.question_type(question) == kind
+
+
+def test_squad_scores_by_type_averages_each_type_of_question():
+    examples = [{"id": "a", "question": "When was X?", "answers": [{"text": "1539"}]},
+                {"id": "b", "question": "In what year was Y?", "answers": [{"text": "2018"}]},
+                {"id": "c", "question": "Who made Y?", "answers": [{"text": "Google Research"}]}]
+    got = fm.squad_scores_by_type({"a": "1539", "b": "2019", "c": "Google"}, examples)
+    assert list(got) == ["when", "who"]  # the larger type first
+    assert got["when"] == {"n": 2, "exact_match": 50.0, "f1": 50.0}
+    assert got["who"]["n"] == 1 and got["who"]["exact_match"] == 0.0
+    assert got["who"]["f1"] == pytest.approx(100 * 2 / 3)  # precision 1, recall 1/2
+    assert fm.squad_scores_by_type({}, examples[:1]) == {"when": {"n": 1, "exact_match": 0.0, "f1": 0.0}}
+
+
 # ----------------------------------------------------------------------------------------------- SQuAD v1.1
 # The comparison with the official evaluate-v1.1.py is in test_squad_official.py, which the student kit leaves
 # out: the official functions are the answer to chapter 08's exercise.

@@ -22,7 +22,8 @@ from pathlib import Path
 from minibert import finetune  # the loop (the module, not its names: this cell runs in chapter 08's notebook too)
 
 __all__ = ["compare", "summarize", "comparison_table", "plot_comparison", "write_comparison", "shipped_comparison",
-           "recipe_for", "COMPARE_INITS", "COMPARE_RECIPE", "MINILM_RECIPE", "COMPARE_SEEDS"]
+           "breakdowns", "breakdown_tables", "plot_breakdowns", "recipe_for", "COMPARE_INITS", "COMPARE_RECIPE",
+           "MINILM_RECIPE", "COMPARE_SEEDS"]
 
 COMPARE_INITS = ("scratch", "runs/tiny/checkpoint", "minilm")
 COMPARE_SEEDS = (0, 1, 2)
@@ -45,6 +46,12 @@ def recipe_for(task: str, init: str) -> dict:
 
 def _percent(task: str, value: float) -> float:
     return value if task == "qa" else 100 * value  # SQuAD scores are percentages already
+
+
+def _mean_se(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return (values[0] if values else math.nan), 0.0
+    return statistics.mean(values), statistics.stdev(values) / math.sqrt(len(values))
 
 
 def compare(tasks: tuple[str, ...] = tuple(finetune.TASKS), inits: tuple[str, ...] = COMPARE_INITS,
@@ -73,7 +80,7 @@ def compare(tasks: tuple[str, ...] = tuple(finetune.TASKS), inits: tuple[str, ..
                              "percent": _percent(task, result["test"][metric]), "test": result["test"],
                              "dev": _percent(task, result["dev"][metric]),
                              "dev_curve": [_percent(task, h[metric]) for h in result["history"]],
-                             "seconds": result["seconds"], "recipe": recipe})
+                             "seconds": result["seconds"], "recipe": recipe, "analysis": result["analysis"]})
     return rows
 
 
@@ -84,15 +91,10 @@ def summarize(rows: list[dict]) -> list[dict]:
     for r in rows:
         groups.setdefault((r["task"], r["init"]), []).append(r)
 
-    def mean_se(values: list[float]) -> tuple[float, float]:
-        if len(values) < 2:
-            return values[0], 0.0
-        return statistics.mean(values), statistics.stdev(values) / math.sqrt(len(values))
-
     summary = []
     for (task, init), runs in groups.items():
-        test, test_se = mean_se([r["percent"] for r in runs])
-        dev, dev_se = mean_se([r["dev"] for r in runs if r.get("dev") is not None] or [math.nan])
+        test, test_se = _mean_se([r["percent"] for r in runs])
+        dev, dev_se = _mean_se([r["dev"] for r in runs if r.get("dev") is not None] or [math.nan])
         summary.append({"task": task, "init": init, "metric": runs[0]["metric"], "runs": len(runs), "test": test,
                         "test_se": test_se, "dev": dev, "dev_se": dev_se,
                         "seconds": statistics.mean(r["seconds"] for r in runs)})
@@ -136,6 +138,103 @@ def plot_comparison(rows: list[dict]):
                   [f"{t}\n({next(s['metric'] for s in summary if s['task'] == t)})" for t in tasks])
     ax.set(ylabel="test score (%), mean ± s.e.", ylim=(0, 100), title="fine-tuned from scratch vs pretrained")
     ax.legend(title="first weights")
+    fig.tight_layout()
+    return fig
+
+
+def breakdowns(rows: list[dict]) -> dict:
+    """Where the test errors are, per task and start, over the seeds of rows that carry an "analysis" (`compare`):
+    sentiment's confusion matrix summed over the seeds; NER's F1 per entity type and QA's F1 per question type, each
+    as (mean, s.e.) over the seeds with the type's size; and the first seed's wrong answers."""
+    out: dict = {}
+    for r in rows:
+        if not r.get("analysis"):
+            continue
+        task, analysis = r["task"], r["analysis"]
+        entry = out.setdefault(task, {}).setdefault(r["init"], {"runs": 0, "errors": analysis["errors"]})
+        entry["runs"] += 1
+        if "confusion" in analysis:
+            entry["classes"] = analysis["classes"]
+            old = entry.get("confusion")
+            entry["confusion"] = analysis["confusion"] if old is None else [
+                [a + b for a, b in zip(x, y, strict=True)] for x, y in zip(old, analysis["confusion"], strict=True)]
+        for kind, score in analysis.get("per_type", {}).items():
+            size = score.get("support", score.get("n"))
+            f1 = 100 * score["f1"] if task == "ner" else score["f1"]
+            entry.setdefault("per_type", {}).setdefault(kind, {"size": size, "f1": []})["f1"].append(f1)
+    for starts in out.values():
+        for entry in starts.values():
+            for score in entry.get("per_type", {}).values():
+                score["f1"], score["f1_se"] = _mean_se(score["f1"])
+    return out
+
+
+def breakdown_tables(rows: list[dict], errors: int = 3) -> str:
+    """`breakdowns` as text: the confusion matrices, F1 per entity type and per question type (mean ± s.e. over the
+    seeds, largest types first; a type with no gold entity in the test split scores 0 and is left out), and `errors`
+    wrong answers per task and start."""
+    parts, found = [], breakdowns(rows)
+    for task, starts in found.items():
+        if task == "sentiment":
+            parts.append("sentiment: test confusion matrix, summed over the seeds (rows: the true class)")
+            for init, e in starts.items():
+                (a, b), (c, d) = e["confusion"]
+                names = e["classes"]
+                parts.append(f"  {init} ({e['runs']} seeds): true {names[0]}: {a:5} {names[0]}, {b:5} {names[1]} "
+                             f"({b / max(a + b, 1):.0%} wrong) | true {names[1]}: {c:5} {names[0]}, {d:5} {names[1]} "
+                             f"({c / max(c + d, 1):.0%} wrong)")
+        else:
+            label = "entity type (gold entities)" if task == "ner" else "question type (questions)"
+            inits = list(starts)
+            kinds = {k: s["size"] for e in starts.values() for k, s in e.get("per_type", {}).items() if s["size"]}
+            parts.append(f"{task}: test F1 (%) per {label.split(' (')[0]}, mean ± s.e. over the seeds")
+            parts.append(f"  {label:<30}" + "".join(f"{i:>16}" for i in inits))
+            for kind, size in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
+                cells = []
+                for init in inits:
+                    s = starts[init].get("per_type", {}).get(kind)
+                    cells.append(f"{s['f1']:9.1f} ± {s['f1_se']:4.1f}" if s else f"{'-':>16}")
+                parts.append(f"  {kind + f' ({size})':<30}" + "".join(cells))
+        for init, e in starts.items():
+            for error in e["errors"][:errors]:
+                text = error.get("text") or error.get("question")
+                parts.append(f"  {init} wrong: {text[:90]!r}: gold {error['gold']}, predicted {error['predicted']}")
+        parts.append("")
+    return "\n".join(parts)
+
+
+def plot_breakdowns(rows: list[dict]):
+    """One panel per task of `breakdowns` (matplotlib figure): the share of each sentiment class called the other
+    one, and F1 per entity type and per question type (mean ± s.e. over the seeds), one bar per start."""
+    import matplotlib.pyplot as plt
+
+    found = breakdowns(rows)
+    fig, axes = plt.subplots(1, len(found), figsize=(5 * len(found), 3.5), squeeze=False)
+    for ax, (task, starts) in zip(axes[0], found.items(), strict=True):
+        inits = list(starts)
+        width = 0.8 / len(inits)
+        if task == "sentiment":
+            names = next(iter(starts.values()))["classes"]
+            labels = [f"true {names[0]}\ncalled {names[1]}", f"true {names[1]}\ncalled {names[0]}"]
+            for k, init in enumerate(inits):
+                (a, b), (c, d) = starts[init]["confusion"]
+                ax.bar([x + k * width for x in range(2)], [100 * b / max(a + b, 1), 100 * c / max(c + d, 1)], width,
+                       label=init)
+            ax.set(ylabel="share of the class (%)", title="sentiment: which way the errors go")
+        else:
+            sizes = {k: s["size"] for e in starts.values() for k, s in e.get("per_type", {}).items() if s["size"]}
+            kinds = sorted(sizes, key=lambda k: (-sizes[k], k))
+            labels = [f"{k}\n({sizes[k]})" for k in kinds]
+            for k, init in enumerate(inits):
+                scores = [starts[init].get("per_type", {}).get(kind, {"f1": 0.0, "f1_se": 0.0}) for kind in kinds]
+                ax.bar([x + k * width for x in range(len(kinds))], [s["f1"] for s in scores], width,
+                       yerr=[s["f1_se"] for s in scores], capsize=2, label=init)
+            ax.set(ylabel="test F1 (%), mean ± s.e.",
+                   title=f"{task}: F1 per {'entity type' if task == 'ner' else 'question type'} (size)")
+        ax.set_xticks([x + width * (len(inits) - 1) / 2 for x in range(len(labels))], labels, fontsize=7,
+                      rotation=0 if task == "sentiment" else 45)
+        ax.set_ylim(0, max(10.0, ax.get_ylim()[1]))
+        ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 

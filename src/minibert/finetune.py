@@ -33,7 +33,16 @@ from minibert.cli import add_fields, arg
 from minibert.config import BertConfig
 from minibert.data import pad_rows
 from minibert.masking import IGNORE_INDEX
-from minibert.metrics import accuracy, entity_f1, squad_scores
+from minibert.metrics import (
+    accuracy,
+    bio_entities,
+    confusion_matrix,
+    entity_f1,
+    entity_f1_by_type,
+    f1_score,
+    squad_scores,
+    squad_scores_by_type,
+)
 from minibert.task_data import WNUT_LABELS, load_qa, load_rotten_tomatoes, load_wnut16
 from minibert.tasks import (
     BertForQuestionAnswering,
@@ -151,9 +160,24 @@ def sentiment_features(tokenizer: BertTokenizer, examples: list[tuple[str, int]]
              "labels": label} for text, label in examples]
 
 
-def sentiment_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, float]:
+_ERROR_EXAMPLES = 6  # wrong answers kept per evaluation with details=True
+
+
+def sentiment_evaluate(model, tokenizer, examples, cfg: FinetuneConfig, details: bool = False) -> dict:
+    """Accuracy; with details, also an "analysis": the confusion matrix (rows: true class) and the wrong answers the
+    model was surest of."""
     logits = predict(model, sentiment_features(tokenizer, examples, cfg))
-    return {"accuracy": accuracy([int(x.argmax()) for x in logits], [label for _, label in examples])}
+    predicted, labels = [int(x.argmax()) for x in logits], [label for _, label in examples]
+    scores: dict = {"accuracy": accuracy(predicted, labels)}
+    if details:
+        fresh = [float(x.softmax(-1)[1]) for x in logits]  # P(fresh)
+        wrong = sorted((i for i in range(len(labels)) if predicted[i] != labels[i]), key=lambda i: -abs(fresh[i] - 0.5))
+        classes = TASKS["sentiment"].labels
+        scores["analysis"] = {"classes": list(classes), "confusion": confusion_matrix(labels, predicted, len(classes)),
+                              "errors": [{"text": examples[i][0], "gold": classes[labels[i]],
+                                          "predicted": classes[predicted[i]], "p_fresh": round(fresh[i], 3)}
+                                         for i in wrong[:_ERROR_EXAMPLES]]}
+    return scores
 
 
 def _ner_encode(tokenizer: BertTokenizer, words: list[str], cfg: FinetuneConfig) -> tuple[list[str], list]:
@@ -174,9 +198,14 @@ def ner_features(tokenizer: BertTokenizer, examples: list[tuple[list[str], list[
     return features
 
 
-def ner_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, float]:
+def _entities(words: list[str], tags: list[str]) -> list[list[str]]:
+    return [[kind, " ".join(words[start:end + 1])] for kind, start, end in bio_entities(tags)]
+
+
+def ner_evaluate(model, tokenizer, examples, cfg: FinetuneConfig, details: bool = False) -> dict:
     """Each word's tag is the prediction at its first piece (a word with no piece left is tagged O); entity F1 over
-    the words' tags, as seqeval counts it."""
+    the words' tags, as seqeval counts it. With details, also an "analysis": F1 per entity type and the first tweets
+    whose entities the model got wrong (gold and predicted as [type, words])."""
     logits = predict(model, ner_features(tokenizer, examples, cfg))
     predicted = []
     for (words, _), scores in zip(examples, logits, strict=True):
@@ -186,8 +215,17 @@ def ner_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, f
             if word_ids[position] is not None:
                 tags[word_ids[position]] = WNUT_LABELS[int(scores[position].argmax())]
         predicted.append(tags)
-    scores = entity_f1([tags for _, tags in examples], predicted)
-    return {"entity_f1": scores["f1"], "precision": scores["precision"], "recall": scores["recall"]}
+    gold = [tags for _, tags in examples]
+    scores = entity_f1(gold, predicted)
+    result: dict = {"entity_f1": scores["f1"], "precision": scores["precision"], "recall": scores["recall"]}
+    if details:
+        wrong = [i for i in range(len(examples)) if bio_entities(gold[i]) != bio_entities(predicted[i])]
+        result["analysis"] = {"per_type": entity_f1_by_type(gold, predicted),
+                              "errors": [{"text": " ".join(examples[i][0]),
+                                          "gold": _entities(examples[i][0], gold[i]),
+                                          "predicted": _entities(examples[i][0], predicted[i])}
+                                         for i in wrong[:_ERROR_EXAMPLES]]}
+    return result
 
 
 def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneConfig) -> list[dict]:
@@ -242,10 +280,18 @@ def label_pieces(model, tokenizer: BertTokenizer, text: str, max_seq_length: int
     return [(t, model.config.id2label[int(i)]) for t, i in zip(tokens, logits[1:-1].argmax(-1), strict=True)]
 
 
-def qa_evaluate(model, tokenizer, examples, cfg: FinetuneConfig) -> dict[str, float]:
+def qa_evaluate(model, tokenizer, examples, cfg: FinetuneConfig, details: bool = False) -> dict:
+    """SQuAD EM and F1; with details, also an "analysis": both per question type and the first questions answered
+    with no word of any gold answer (F1 0)."""
     predictions = qa_answers(model, tokenizer, examples, cfg)
     data = [{"title": "", "paragraphs": [{"context": e["context"], "qas": [e]}]} for e in examples]
-    return squad_scores(predictions, data)
+    scores: dict = squad_scores(predictions, data)
+    if details:
+        wrong = [e for e in examples if max(f1_score(predictions[e["id"]], a["text"]) for a in e["answers"]) == 0]
+        scores["analysis"] = {"per_type": squad_scores_by_type(predictions, examples),
+                              "errors": [{"question": e["question"], "gold": e["answers"][0]["text"],
+                                          "predicted": predictions[e["id"]]} for e in wrong[:_ERROR_EXAMPLES]]}
+    return scores
 
 
 @dataclass(frozen=True)
@@ -256,7 +302,7 @@ class Task:
     labels: tuple[str, ...] | None  # the head's label names (None: QA has no labels)
     load: Callable[[str], list]  # split name -> examples
     featurize: Callable[[BertTokenizer, list, FinetuneConfig], list[dict]]  # examples -> training features
-    evaluate: Callable[..., dict[str, float]]  # (model, tokenizer, examples, cfg) -> metrics
+    evaluate: Callable[..., dict]  # (model, tokenizer, examples, cfg, details=False) -> metrics (+ "analysis")
     metric: str  # the headline metric of `evaluate`
 
 
@@ -387,11 +433,12 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
             if stop.received == signal.SIGINT:
                 raise KeyboardInterrupt
             raise SystemExit(128 + stop.received)
-    test = task.evaluate(model, tokenizer, test_set, cfg)
+    test = task.evaluate(model, tokenizer, test_set, cfg, details=True)
+    analysis = test.pop("analysis")  # where the test errors are: confusion matrix, F1 per type, wrong answers
     result = {"task": cfg.task, "init": _init_name(cfg.init), "metric": task.metric, "test": test,
               "dev": history[-1] if history else None, "history": history, "steps": step,
               "seconds": time.perf_counter() - start, "train_examples": len(train_set),
-              "checkpoint": str(out / "checkpoint")}
+              "checkpoint": str(out / "checkpoint"), "analysis": analysis}
     (out / "result.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
 

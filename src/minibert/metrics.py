@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["accuracy", "bio_entities", "entity_f1", "normalize_answer", "exact_match", "f1_score", "squad_scores"]
+__all__ = ["accuracy", "bio_entities", "entity_f1", "normalize_answer", "exact_match", "f1_score", "squad_scores",
+           "confusion_matrix", "entity_f1_by_type", "question_type", "squad_scores_by_type"]
 
 
 def accuracy(predictions: Sequence[int], labels: Sequence[int]) -> float:
@@ -132,3 +133,80 @@ def squad_scores(predictions: Mapping[str, str], dataset: Mapping[str, Any] | Se
         warnings.warn(f"{len(missing)} of {total} questions have no prediction and score 0 (first: {missing[0]})",
                       stacklevel=2)
     return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total}
+
+
+def confusion_matrix(labels: Sequence[int], predictions: Sequence[int], n_classes: int) -> list[list[int]]:
+    """counts[true class][predicted class]. The diagonal is what accuracy counts; the two off-diagonal cells of a
+    two-class task say which way the model errs, which one accuracy figure cannot."""
+    if len(predictions) != len(labels):
+        raise ValueError(f"confusion_matrix: {len(predictions)} predictions but {len(labels)} labels")
+    counts = [[0] * n_classes for _ in range(n_classes)]
+    for gold, guess in zip(labels, predictions, strict=True):
+        counts[int(gold)][int(guess)] += 1
+    return counts
+
+
+def entity_f1_by_type(true_tags: Sequence[Sequence[str]],
+                      pred_tags: Sequence[Sequence[str]]) -> dict[str, dict[str, float]]:
+    """entity_f1 per entity type, with its support (the gold entities of that type), sorted by type.
+
+    Why: WNUT-16 has ten types of very different sizes (person and geo-loc are common, tvshow and movie rare), and a
+    micro F1 is mostly the common ones. A chunk of one type does not depend on the other types' tags (bio_entities),
+    so each type is scored on its own chunks.
+    """
+    if len(true_tags) != len(pred_tags):
+        raise ValueError(f"entity_f1_by_type: {len(true_tags)} gold sentences but {len(pred_tags)} predicted")
+    gold: dict[str, set] = {}
+    pred: dict[str, set] = {}
+    for n, (t, p) in enumerate(zip(true_tags, pred_tags, strict=True)):
+        for chunks, into in ((bio_entities(t), gold), (bio_entities(p), pred)):
+            for kind, start, end in chunks:
+                into.setdefault(kind, set()).add((n, start, end))
+    scores = {}
+    for kind in sorted(gold.keys() | pred.keys()):
+        g, p = gold.get(kind, set()), pred.get(kind, set())
+        precision = len(g & p) / len(p) if p else 0.0
+        recall = len(g & p) / len(g) if g else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        scores[kind] = {"precision": precision, "recall": recall, "f1": f1, "support": len(g)}
+    return scores
+
+
+_QUESTION_WORDS = (  # (type, pattern); the leftmost match in the lower-cased question wins, earlier types on a tie
+    ("when", r"\bwhen\b|\b(?:what|which) (?:year|date|decade|century|month|day)\b"),
+    ("how many / much", r"\bhow (?:many|much|long|far|old|big|large|tall|high|heavy|wide|deep|fast)\b"),
+    ("who", r"\bwho(?:m|se)?\b"),
+    ("where", r"\bwhere\b"),
+    ("which", r"\bwhich\b"),
+    ("what", r"\bwhat\b"),
+    ("why", r"\bwhy\b"),
+    ("how", r"\bhow\b"),
+)
+
+
+def question_type(question: str) -> str:
+    """The kind of answer a question asks for, from its first question word: 'when' (also "in what year"), 'how many /
+    much' (a quantity), 'who', 'where', 'which', 'what', 'why', 'how' (a manner), or 'other'. "In which city was X
+    born?" is 'which'; "Who was king when X?" is 'who' (the first question word, not the last)."""
+    text = question.lower()
+    best = None  # (position, rank, type)
+    for rank, (kind, pattern) in enumerate(_QUESTION_WORDS):
+        found = re.search(pattern, text)
+        if found and (best is None or (found.start(), rank) < best[:2]):
+            best = (found.start(), rank, kind)
+    return best[2] if best else "other"
+
+
+def squad_scores_by_type(predictions: Mapping[str, str],
+                         examples: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """SQuAD EM and F1 (percent) per question_type, with the number of questions, sorted by that number: a model that
+    answers every question with a year scores on the 'when' questions only, and this shows it."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for qa in examples:
+        golds = [answer["text"] for answer in qa["answers"]]
+        guess = predictions.get(qa["id"], "")
+        groups.setdefault(question_type(qa["question"]), []).append(
+            (max(exact_match(guess, g) for g in golds), max(f1_score(guess, g) for g in golds)))
+    return {kind: {"n": len(s), "exact_match": 100.0 * sum(e for e, _ in s) / len(s),
+                   "f1": 100.0 * sum(f for _, f in s) / len(s)}
+            for kind, s in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))}
