@@ -560,6 +560,32 @@ def entity_f1'''),
         pred.update((n, *chunk) for chunk in bio_entities(p))""",
                  """        gold.update(Chunk(n, *chunk) for chunk in bio_entities(t))
         pred.update(Chunk(n, *chunk) for chunk in bio_entities(p))""")]),
+    dict(chapter="08_finetuning", exercise="word-tags-solution", name="word-tags-index-lookup",
+         why="a comprehension that looks each word up with `list.index` (its first position) and a `dict` of firsts",
+         edits=[("""    tags = ["O"] * n_words
+    tagged = set()
+    for word, tag in zip(word_ids, piece_tags, strict=True):
+        if word is not None and word not in tagged:
+            tags[word] = tag
+            tagged.add(word)
+    return tags""", """    positions = list(word_ids)
+    first = {w: piece_tags[positions.index(w)] for w in set(positions) - {None}}
+    return [first.get(w, "O") for w in range(n_words)]""")]),
+    dict(chapter="08_finetuning", exercise="word-tags-solution", name="word-tags-reversed-previous",
+         why="positions walked backwards so the first piece writes last, and a check against the previous word id",
+         edits=[("""    tags = ["O"] * n_words
+    tagged = set()
+    for word, tag in zip(word_ids, piece_tags, strict=True):
+        if word is not None and word not in tagged:
+            tags[word] = tag
+            tagged.add(word)
+    return tags""", """    tags = ["O" for _ in range(n_words)]
+    for position in reversed(range(len(word_ids))):
+        word = word_ids[position]
+        previous = word_ids[position - 1] if position > 0 else None
+        if word is not None and word != previous:  # the word's first piece
+            tags[word] = str(piece_tags[position])
+    return tags""")]),
     dict(chapter="08_finetuning", exercise="squad-solution", name="squad-translate-counter",
          why="`str.translate` drops the punctuation; the overlap summed from a `collections.Counter` by hand",
          edits=[('    text = "".join(ch for ch in s.lower() if ch not in _PUNCTUATION)\n',

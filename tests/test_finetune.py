@@ -39,7 +39,7 @@ from minibert.heads import BertForPreTraining
 from minibert.masking import IGNORE_INDEX
 from minibert.metrics import bio_entities
 from minibert.pretrain import load_trainer_state
-from minibert.task_data import WNUT_LABELS, load_qa, load_wnut16
+from minibert.task_data import WNUT_LABELS, load_qa, load_rotten_tomatoes, load_wnut16
 from minibert.tasks import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from minibert.tokenization import BertTokenizer
 
@@ -488,3 +488,8 @@ def test_shipped_comparison_is_complete_and_was_run_with_the_current_recipe():
         assert r["dev_curve"][-1] == r["dev"] and 0 <= r["percent"] <= 100 and r["seconds"] > 0
         assert r["percent"] == (r["test"][r["metric"]] if r["task"] == "qa" else 100 * r["test"][r["metric"]])
     assert len(comparison.summarize(rows)) == 2 * len(finetune.TASKS)
+    assert all(r["analysis"]["errors"] for r in rows), "every run says where its test errors are"
+    found = comparison.breakdowns(rows)
+    assert set(found) == set(finetune.TASKS) and all(set(starts) == {"scratch", "tiny"} for starts in found.values())
+    for init, entry in found["sentiment"].items():  # the confusion matrix counts every test snippet of every seed
+        assert sum(map(sum, entry["confusion"])) == 3 * len(load_rotten_tomatoes("test")), init

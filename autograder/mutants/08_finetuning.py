@@ -69,6 +69,33 @@ MUTANTS = [
                  "        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0\n"
                  "        return {\"precision\": precision, \"recall\": recall, \"f1\": f1}\n"
                  "    correct = len(gold & pred)\n")]),
+    # --- word-tags-solution: word_tags -----------------------------------------------------------------------------
+    dict(exercise="word-tags-solution", name="last-piece-wins",
+         why="every piece of a word writes its tag, so the last piece's prediction is the word's (##rs for Lakers)",
+         edits=[("if word is not None and word not in tagged:", "if word is not None:")]),
+    dict(exercise="word-tags-solution", name="majority-of-pieces",
+         why="a word takes the tag most of its pieces predicted, not its first piece's (the one trained on the label)",
+         edits=[("    tags = [\"O\"] * n_words\n    tagged = set()\n",
+                 "    votes: dict = {}\n"
+                 "    for word, tag in zip(word_ids, piece_tags, strict=True):\n"
+                 "        if word is not None:\n"
+                 "            votes.setdefault(word, []).append(tag)\n"
+                 "    return [max(votes[w], key=votes[w].count) if w in votes else \"O\"\n"
+                 "            for w in range(n_words)]\n"
+                 "    tags = [\"O\"] * n_words\n    tagged = set()\n")]),
+    dict(exercise="word-tags-solution", name="cut-words-dropped",
+         why="the words with no piece left are dropped: fewer tags than words, so the sentence no longer lines up",
+         edits=[("    return tags\n", "    return [tags[w] for w in sorted(tagged)]\n")]),
+    dict(exercise="word-tags-solution", name="piece-tags-returned",
+         why="one tag per piece with [CLS] and [SEP] cut off, not one per word",
+         edits=[("    tags = [\"O\"] * n_words\n",
+                 "    return [t for w, t in zip(word_ids, piece_tags) if w is not None]\n"
+                 "    tags = [\"O\"] * n_words\n")]),
+    dict(exercise="word-tags-solution", name="one-piece-per-word",
+         why="word w is read at position w + 1, as if every word were one piece after [CLS]",
+         edits=[("    tags = [\"O\"] * n_words\n",
+                 "    return [piece_tags[w + 1] if w + 1 < len(piece_tags) else \"O\" for w in range(n_words)]\n"
+                 "    tags = [\"O\"] * n_words\n")]),
     # --- squad-solution: normalize_answer, f1_score -----------------------------------------------------------------
     dict(exercise="squad-solution", name="articles-before-punctuation",
          why="articles removed before punctuation: 'The-End' becomes 'end', not 'theend'",

@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -67,7 +67,7 @@ from minibert.training import (
 
 __all__ = ["train", "FinetuneConfig", "Task", "build_model", "extend_positions", "collate", "predict",
            "sentiment_features", "sentiment_evaluate", "ner_features", "ner_evaluate", "qa_features", "qa_answers",
-           "qa_evaluate", "answer_question", "label_pieces", "main"]
+           "qa_evaluate", "answer_question", "label_pieces", "word_tags", "main"]
 
 
 @dataclass
@@ -208,13 +208,9 @@ def ner_evaluate(model, tokenizer, examples, cfg: FinetuneConfig, details: bool 
     whose entities the model got wrong (gold and predicted as [type, words])."""
     logits = predict(model, ner_features(tokenizer, examples, cfg))
     predicted = []
-    for (words, _), scores in zip(examples, logits, strict=True):
-        tags = ["O"] * len(words)
+    for (words, _), scores in zip(examples, logits, strict=True):  # scores: (T, labels)
         _, word_ids = _ner_encode(tokenizer, words, cfg)
-        for position in reversed(range(len(word_ids))):  # reversed: the first piece of a word is written last
-            if word_ids[position] is not None:
-                tags[word_ids[position]] = WNUT_LABELS[int(scores[position].argmax())]
-        predicted.append(tags)
+        predicted.append(word_tags(word_ids, [WNUT_LABELS[int(i)] for i in scores.argmax(-1)], len(words)))
     gold = [tags for _, tags in examples]
     scores = entity_f1(gold, predicted)
     result: dict = {"entity_f1": scores["f1"], "precision": scores["precision"], "recall": scores["recall"]}
@@ -312,6 +308,23 @@ TASKS = {
     "ner": Task(BertForTokenClassification, tuple(WNUT_LABELS), load_wnut16, ner_features, ner_evaluate, "entity_f1"),
     "qa": Task(BertForQuestionAnswering, None, load_qa, qa_features, qa_evaluate, "f1"),
 }
+
+
+def word_tags(word_ids: Sequence[int | None], piece_tags: Sequence[str], n_words: int) -> list[str]:
+    """One tag per word, read from the pieces: the tag predicted at the word's first piece, 'O' for a word with no
+    piece left. Why the first piece: it is the one align_labels trained with the word's label.
+
+    word_ids: (T,) word index per position, None for [CLS], [SEP] and padding; piece_tags: (T,) predicted tags.
+    """
+    if len(word_ids) != len(piece_tags):
+        raise ValueError(f"word_tags: {len(word_ids)} word ids but {len(piece_tags)} piece tags")
+    tags = ["O"] * n_words
+    tagged = set()
+    for word, tag in zip(word_ids, piece_tags, strict=True):
+        if word is not None and word not in tagged:
+            tags[word] = tag
+            tagged.add(word)
+    return tags
 
 
 def extend_positions(model: nn.Module, positions: int) -> None:

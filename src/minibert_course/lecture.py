@@ -348,8 +348,8 @@ ITEMS: tuple[Item, ...] = (
         "WordPiece로 한 단어가 나뉜 경우 원래 word labels와 pieces의 대응도 맞추어야 한다",
         "token classification moves word labels onto WordPiece pieces: the word's label at its first piece, -100 at "
         "its other pieces (or the label at every piece) and at [CLS] / [SEP]",
-        "07/ch07-07 08/ch08-13",
-        "07/test-align",
+        "07/ch07-07 08/ch08-13 08/ch08-word-tags",
+        "07/test-align 08/test-word-tags",
     ),
     _i(
         "claim-start-end-vectors",
