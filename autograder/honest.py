@@ -137,6 +137,14 @@ comparison = {model: dict(zip(axes, letters))
 display(comparison)
 '''
 
+_WORD_TAGS = """    tags = ["O"] * n_words
+    tagged = set()
+    for word, tag in zip(word_ids, piece_tags, strict=True):
+        if word is not None and word not in tagged:
+            tags[word] = tag
+            tagged.add(word)
+    return tags"""  # the body of chapter 08's word_tags solution
+
 VARIANTS = [
     # ---- 01_wordpiece ---------------------------------------------------------------------------------------------
     dict(chapter="01_wordpiece", exercise="wordpiece-solution", name="wordpiece-for-else-typing",
@@ -562,24 +570,12 @@ def entity_f1'''),
         pred.update(Chunk(n, *chunk) for chunk in bio_entities(p))""")]),
     dict(chapter="08_finetuning", exercise="word-tags-solution", name="word-tags-index-lookup",
          why="a comprehension that looks each word up with `list.index` (its first position) and a `dict` of firsts",
-         edits=[("""    tags = ["O"] * n_words
-    tagged = set()
-    for word, tag in zip(word_ids, piece_tags, strict=True):
-        if word is not None and word not in tagged:
-            tags[word] = tag
-            tagged.add(word)
-    return tags""", """    positions = list(word_ids)
+         edits=[(_WORD_TAGS, """    positions = list(word_ids)
     first = {w: piece_tags[positions.index(w)] for w in set(positions) - {None}}
     return [first.get(w, "O") for w in range(n_words)]""")]),
     dict(chapter="08_finetuning", exercise="word-tags-solution", name="word-tags-reversed-previous",
          why="positions walked backwards so the first piece writes last, and a check against the previous word id",
-         edits=[("""    tags = ["O"] * n_words
-    tagged = set()
-    for word, tag in zip(word_ids, piece_tags, strict=True):
-        if word is not None and word not in tagged:
-            tags[word] = tag
-            tagged.add(word)
-    return tags""", """    tags = ["O" for _ in range(n_words)]
+         edits=[(_WORD_TAGS, """    tags = ["O" for _ in range(n_words)]
     for position in reversed(range(len(word_ids))):
         word = word_ids[position]
         previous = word_ids[position - 1] if position > 0 else None
