@@ -63,7 +63,7 @@ def compare(tasks: tuple[str, ...] = tuple(finetune.TASKS), inits: tuple[str, ..
     each epoch, wall time and the recipe."""
     ours = next((i for i in inits if i not in ("scratch", "minilm")), None)
     if ours and not (Path(ours) / "config.json").exists():
-        raise FileNotFoundError(f"{ours} does not exist: run `make pretrain` first (about 15 minutes on 2 cores), "
+        raise FileNotFoundError(f"{ours} does not exist: run `make pretrain` first (8 to 9 minutes on 2 cores), "
                                 "or leave it out of the starting points")
     rows = []
     for task in tasks:
@@ -160,13 +160,24 @@ def breakdowns(rows: list[dict]) -> dict:
                 [a + b for a, b in zip(x, y, strict=True)] for x, y in zip(old, analysis["confusion"], strict=True)]
         for kind, score in analysis.get("per_type", {}).items():
             size = score.get("support", score.get("n"))
-            f1 = 100 * score["f1"] if task == "ner" else score["f1"]
-            entry.setdefault("per_type", {}).setdefault(kind, {"size": size, "f1": []})["f1"].append(f1)
+            entry.setdefault("per_type", {}).setdefault(kind, {"size": size, "f1": []})["f1"].append(
+                _percent(task, score["f1"]))
     for starts in out.values():
         for entry in starts.values():
             for score in entry.get("per_type", {}).values():
                 score["f1"], score["f1_se"] = _mean_se(score["f1"])
     return out
+
+
+def _wrong_shares(confusion: list[list[int]]) -> list[float]:
+    """Per true class (a row of the confusion matrix), the share of its examples predicted as another class."""
+    return [(sum(row) - row[i]) / max(sum(row), 1) for i, row in enumerate(confusion)]
+
+
+def _types_by_size(starts: dict) -> list[tuple[str, int]]:
+    """(type, size) of every type with gold examples in any start's breakdown, largest first."""
+    sizes = {k: s["size"] for e in starts.values() for k, s in e.get("per_type", {}).items() if s["size"]}
+    return sorted(sizes.items(), key=lambda item: (-item[1], item[0]))
 
 
 def breakdown_tables(rows: list[dict], errors: int = 3) -> str:
@@ -179,17 +190,16 @@ def breakdown_tables(rows: list[dict], errors: int = 3) -> str:
             parts.append("sentiment: test confusion matrix, summed over the seeds (rows: the true class)")
             for init, e in starts.items():
                 (a, b), (c, d) = e["confusion"]
-                names = e["classes"]
+                names, wrong = e["classes"], _wrong_shares(e["confusion"])
                 parts.append(f"  {init} ({e['runs']} seeds): true {names[0]}: {a:5} {names[0]}, {b:5} {names[1]} "
-                             f"({b / max(a + b, 1):.0%} wrong) | true {names[1]}: {c:5} {names[0]}, {d:5} {names[1]} "
-                             f"({c / max(c + d, 1):.0%} wrong)")
+                             f"({wrong[0]:.0%} wrong) | true {names[1]}: {c:5} {names[0]}, {d:5} {names[1]} "
+                             f"({wrong[1]:.0%} wrong)")
         else:
             label = "entity type (gold entities)" if task == "ner" else "question type (questions)"
             inits = list(starts)
-            kinds = {k: s["size"] for e in starts.values() for k, s in e.get("per_type", {}).items() if s["size"]}
             parts.append(f"{task}: test F1 (%) per {label.split(' (')[0]}, mean ± s.e. over the seeds")
             parts.append(f"  {label:<30}" + "".join(f"{i:>16}" for i in inits))
-            for kind, size in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
+            for kind, size in _types_by_size(starts):
                 cells = []
                 for init in inits:
                     s = starts[init].get("per_type", {}).get(kind)
@@ -217,14 +227,12 @@ def plot_breakdowns(rows: list[dict]):
             names = next(iter(starts.values()))["classes"]
             labels = [f"true {names[0]}\ncalled {names[1]}", f"true {names[1]}\ncalled {names[0]}"]
             for k, init in enumerate(inits):
-                (a, b), (c, d) = starts[init]["confusion"]
-                ax.bar([x + k * width for x in range(2)], [100 * b / max(a + b, 1), 100 * c / max(c + d, 1)], width,
-                       label=init)
+                ax.bar([x + k * width for x in range(2)], [100 * s for s in _wrong_shares(starts[init]["confusion"])],
+                       width, label=init)
             ax.set(ylabel="share of the class (%)", title="sentiment: which way the errors go")
         else:
-            sizes = {k: s["size"] for e in starts.values() for k, s in e.get("per_type", {}).items() if s["size"]}
-            kinds = sorted(sizes, key=lambda k: (-sizes[k], k))
-            labels = [f"{k}\n({sizes[k]})" for k in kinds]
+            kinds = [kind for kind, _ in _types_by_size(starts)]
+            labels = [f"{kind}\n({size})" for kind, size in _types_by_size(starts)]
             for k, init in enumerate(inits):
                 scores = [starts[init].get("per_type", {}).get(kind, {"f1": 0.0, "f1_se": 0.0}) for kind in kinds]
                 ax.bar([x + k * width for x in range(len(kinds))], [s["f1"] for s in scores], width,

@@ -106,6 +106,12 @@ def exact_match(prediction: str, ground_truth: str) -> bool:
     return normalize_answer(prediction) == normalize_answer(ground_truth)
 
 
+def _best_match(prediction: str, qa: Mapping[str, Any]) -> tuple[float, float]:
+    """(EM, F1) of one prediction against its question's best-matching gold answer, as evaluate-v1.1.py scores it."""
+    golds = [answer["text"] for answer in qa["answers"]]
+    return max(exact_match(prediction, g) for g in golds), max(f1_score(prediction, g) for g in golds)
+
+
 def squad_scores(predictions: Mapping[str, str], dataset: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]:
     """{"exact_match", "f1"} in percent over every question of a SQuAD v1.1 data set, as evaluate-v1.1.py computes.
 
@@ -124,9 +130,9 @@ def squad_scores(predictions: Mapping[str, str], dataset: Mapping[str, Any] | Se
                 if qa["id"] not in predictions:
                     missing.append(qa["id"])
                     continue
-                golds = [answer["text"] for answer in qa["answers"]]
-                em += max(exact_match(predictions[qa["id"]], g) for g in golds)
-                f1 += max(f1_score(predictions[qa["id"]], g) for g in golds)
+                best_em, best_f1 = _best_match(predictions[qa["id"]], qa)
+                em += best_em
+                f1 += best_f1
     if total == 0:
         raise ValueError("squad_scores: the data set has no questions")
     if missing:
@@ -156,20 +162,14 @@ def entity_f1_by_type(true_tags: Sequence[Sequence[str]],
     """
     if len(true_tags) != len(pred_tags):
         raise ValueError(f"entity_f1_by_type: {len(true_tags)} gold sentences but {len(pred_tags)} predicted")
-    gold: dict[str, set] = {}
-    pred: dict[str, set] = {}
-    for n, (t, p) in enumerate(zip(true_tags, pred_tags, strict=True)):
-        for chunks, into in ((bio_entities(t), gold), (bio_entities(p), pred)):
-            for kind, start, end in chunks:
-                into.setdefault(kind, set()).add((n, start, end))
-    scores = {}
-    for kind in sorted(gold.keys() | pred.keys()):
-        g, p = gold.get(kind, set()), pred.get(kind, set())
-        precision = len(g & p) / len(p) if p else 0.0
-        recall = len(g & p) / len(g) if g else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        scores[kind] = {"precision": precision, "recall": recall, "f1": f1, "support": len(g)}
-    return scores
+    support = Counter(kind for tags in true_tags for kind, _, _ in bio_entities(tags))
+    kinds = support.keys() | {kind for tags in pred_tags for kind, _, _ in bio_entities(tags)}
+
+    def only(corpus: Sequence[Sequence[str]], kind: str) -> list[list[str]]:  # the other types' tags read as O
+        return [[tag if tag[2:] == kind else "O" for tag in tags] for tags in corpus]
+
+    return {kind: {**entity_f1(only(true_tags, kind), only(pred_tags, kind)), "support": support[kind]}
+            for kind in sorted(kinds)}
 
 
 _QUESTION_WORDS = (  # (type, pattern); the leftmost match in the lower-cased question wins, earlier types on a tie
@@ -203,10 +203,7 @@ def squad_scores_by_type(predictions: Mapping[str, str],
     answers every question with a year scores on the 'when' questions only, and this shows it."""
     groups: dict[str, list[tuple[float, float]]] = {}
     for qa in examples:
-        golds = [answer["text"] for answer in qa["answers"]]
-        guess = predictions.get(qa["id"], "")
-        groups.setdefault(question_type(qa["question"]), []).append(
-            (max(exact_match(guess, g) for g in golds), max(f1_score(guess, g) for g in golds)))
+        groups.setdefault(question_type(qa["question"]), []).append(_best_match(predictions.get(qa["id"], ""), qa))
     return {kind: {"n": len(s), "exact_match": 100.0 * sum(e for e, _ in s) / len(s),
                    "f1": 100.0 * sum(f for _, f in s) / len(s)}
             for kind, s in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))}
