@@ -277,3 +277,33 @@ def test_compiled_loop_trains_like_the_eager_loop(one_process, tmp_path, monkeyp
     assert not [k for k in weights(out) if "_orig_mod" in k], "the checkpoint must hold the model's own keys"
     diff, where = largest_difference(one_process, out)
     assert diff < 1e-5, f"compiled vs eager after 8 steps: weights differ by {diff:.3g} ({where})"
+
+
+EXIT_COMMAND = """
+import atexit, sys
+from minibert.training import exit_command
+atexit.register(lambda: print("|interpreter shutdown ran", end=""))
+def main():
+    print("main ran", end="")  # no newline: still in the buffer when the process ends
+    {body}
+exit_command(main)
+"""
+
+
+CASES = [("return 3", 3, ""), ("return None", 0, ""), ("raise SystemExit(4)", 4, ""),
+         ("raise SystemExit('no --out given')", 1, "no --out given"), ("raise KeyboardInterrupt", 130, "")]
+
+
+@pytest.mark.parametrize(("body", "rc", "err", "world_size"),
+                         [(*case, "2") for case in CASES] + [(*case, "1") for case in CASES[::3]])
+def test_exit_command_keeps_the_status_and_skips_the_interpreter_shutdown_only_under_torchrun(body, rc, err,
+                                                                                             world_size):
+    """Under torchrun (WORLD_SIZE > 1) the process must end before the interpreter's shutdown, where gloo's worker
+    threads can abort it (see `exit_command`), and still flush what it printed; a plain run exits as sys.exit does."""
+    env = {**os.environ, "WORLD_SIZE": world_size}
+    proc = subprocess.run([sys.executable, "-c", EXIT_COMMAND.format(body=body)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == rc, proc.stderr
+    shutdown = "" if world_size == "2" else "|interpreter shutdown ran"
+    assert proc.stdout == "main ran" + shutdown
+    assert err in proc.stderr

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import signal
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from minibert.training import (
     StopSignals,
     all_reduce,
     autocast,
+    exit_command,
     latest_checkpoint,
     load_trainer_state,
     make_optimizer,
@@ -557,4 +557,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__" and "__file__" in globals():  # `python -m minibert.pretrain`, not a notebook cell
-    sys.exit(main())
+    exit_command(main)

@@ -14,12 +14,12 @@ and a report in FLOPs; the loop, its checkpoints and its DDP are chapter 06's `p
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import torch
 
 from minibert.config import BertConfig
+from minibert.training import exit_command
 
 __all__ = ["flops_per_token", "mfu", "peak_flops", "speed_report", "main"]
 
@@ -107,4 +107,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__" and "__file__" in globals():
-    sys.exit(main())
+    exit_command(main)
