@@ -73,6 +73,7 @@ def test_every_template_contributes_and_none_dominates(generated):
     assert min(counts.values()) >= 5
     assert max(counts.values()) <= qg.MAX_TEMPLATE_SHARE * sum(counts.values())
     assert counts["who"] + counts["when"] + counts["where_was"] >= 300, "questions that start with their question word"
+    assert counts["which"] >= 80, "the hand-written test set asks 'which ...' in 80 of 256 questions"
 
 
 def test_template_cap_is_the_largest_that_keeps_the_share():
@@ -151,6 +152,11 @@ def _one(template, sentence):
      "1909"),
     ("where_was", "Andre Agassi was born in Las Vegas, Nevada.", "Where was Andre Agassi born?", "Las Vegas, Nevada"),
     ("where_was", "Tarkovsky died in Paris on 29 December 1986.", "Where did Tarkovsky die?", "Paris"),
+    ("which", "Gershwin admired the composer Maurice Ravel.", "Gershwin admired which composer?", "Maurice Ravel"),
+    ("which", "It was coined by the French philosopher Auguste Comte in 1851.",
+     "It was coined by which French philosopher in 1851?", "Auguste Comte"),
+    ("which", "Hector fled to the city of Troy.", "Hector fled to which city?", "Troy"),
+    ("which", "The company Google released BERT in 2018.", "Which company released BERT in 2018?", "Google"),
 ])
 def test_template_makes_the_expected_question(template, sentence, question, answer):
     assert _one(template, sentence) == (question, answer)
@@ -174,6 +180,9 @@ def test_template_makes_the_expected_question(template, sentence, question, answ
     ("who", "He wrote two novels."),                            # a pronoun answers no question
     ("when", "The fort was built in 1587 and enlarged in 1617."),  # a second year would make it ambiguous
     ("where_was", "She was born in March 1950."),               # a month is not a place
+    ("which", "Niobe was the queen of Thebes."),                  # Thebes is not the queen
+    ("which", "Swift presents the dire state of Ireland."),       # not a kind of thing
+    ("which", "The river is long."),                             # no name
 ])
 def test_template_declines(template, sentence):
     assert list(qg.TEMPLATES[template](sentence)) == []

@@ -8,7 +8,7 @@ that copy their sentence almost word for word: a model trained on them learns to
 that matches the question, which is the skill extractive QA needs, but it is an easier task than SQuAD's or the
 evaluation set's paraphrased questions. We say so in the notebook rather than pretend otherwise.
 
-The procedure, deterministic given the seed (with the defaults: 2,949 questions on 1,693 paragraphs of 93 articles):
+The procedure, deterministic given the seed (with the defaults: 3,140 questions on 1,765 paragraphs of 94 articles):
 1. Paragraphs: every paragraph of `minibert.corpus.load_wikipedia_sample()`, in corpus order, except (a) those used as
    a context by the evaluation set (compared as exact strings: its contexts are corpus paragraphs), so training and
    evaluation never share a paragraph, and (b) disambiguation pages and lists ("... (disambiguation)", "List of ..."),
@@ -31,6 +31,11 @@ The procedure, deterministic given the seed (with the defaults: 2,949 questions 
                  "Fleming discovered penicillin in 1928." -> "Who discovered penicillin in 1928?"   answer Fleming
      when        "The tower was built in 1889 for the fair." -> "When was the tower built for the fair?"  answer 1889
      where_was   "Einstein was born in Ulm, Germany."   -> "Where was Einstein born?"      answer Ulm, Germany
+   and "which" asks for a name by its kind, where the sentence puts a kind of thing (one of 91
+   nouns: city, river, company, poet, novel, ...) before the name; fronted when the name is the subject:
+     which       "... admired the composer Maurice Ravel." -> "... admired which composer?"  answer Maurice Ravel
+                 "The company Google released BERT."      -> "Which company released BERT?"  answer Google
+                 "... fled to the city of Troy."           -> "... fled to which city?"       answer Troy
    A name (by_whom, where, who, where_was) is a run of capitalised words that ends at punctuation or a function word,
    so "by Japanese forces" (an adjective) asks nothing; months and possessives are not names. A one-word name at the
    start of a sentence ("Simple branched alkanes have ...") counts as a name only if the paragraph also has it,
@@ -60,7 +65,7 @@ from typing import Any, NamedTuple
 __all__ = ["generate_qa", "template_counts", "paragraph_candidates", "sentence_offsets", "eval_contexts", "Candidate",
            "year_questions", "date_questions", "definition_questions", "how_many_questions", "percentage_questions",
            "by_whom_questions", "where_questions", "who_questions", "when_questions", "where_was_questions",
-           "select_candidates", "template_cap"]
+           "which_questions", "select_candidates", "template_cap"]
 
 QA_SEED = 0
 MAX_PER_PARAGRAPH = 4
@@ -126,6 +131,19 @@ _WHERE_ACTIVE = re.compile(r"^" + _SUBJECT + r" (?P<verb>died|lived|grew up|stud
                            r"|retired) (?:in|at|to) (?P<answer>" + _NAME + r"(?:, " + _NAME + ")?)" + _NAME_END)
 _BASE_FORMS = {"died": "die", "lived": "live", "grew up": "grow up", "studied": "study", "settled": "settle",
                "moved": "move", "emigrated": "emigrate", "worked": "work", "retired": "retire"}
+# "which" questions: a name in apposition to a noun that says what kind of thing it is ("the poet Statius")
+_KINDS = ("city town village capital river lake sea ocean island mountain country state province region county "
+          "company firm band orchestra king queen emperor empress president poet writer author novelist playwright "
+          "composer painter artist philosopher scientist physicist chemist biologist mathematician astronomer general "
+          "admiral actor actress singer director architect novel book film album song play opera poem ship team club "
+          "university college church newspaper magazine journal dynasty kingdom empire language god goddess saint "
+          "pope prince princess duke historian economist psychologist engineer inventor explorer sultan pharaoh tribe "
+          "battle treaty festival award prize planet moon star").split()
+_PLACES = ("city", "town", "village", "island", "province", "county", "kingdom", "state", "region")  # "the city of X"
+_WHICH_KIND = (r"(?:(?P<adjective>[A-Z][a-z]+(?:-[A-Z][a-z]+)? )?(?P<kind>" + "|".join(_KINDS) + r")|(?P<place>"
+               + "|".join(_PLACES) + r") of) (?P<answer>" + _NAME + ")")
+_WHICH = re.compile(r"\b[Tt]he " + _WHICH_KIND + _NAME_END)
+_WHICH_SUBJECT = re.compile(r"^The " + _WHICH_KIND + r"(?= [a-z]+ )")  # "The poet Statius began ...": its verb ends it
 
 
 class Candidate(NamedTuple):
@@ -266,10 +284,24 @@ def where_was_questions(sentence: str) -> Iterable[Candidate]:
         yield Candidate("where_was", f"Where did {subject} {_BASE_FORMS[m['verb']]}?", m.start("answer"), answer)
 
 
+def which_questions(sentence: str) -> Iterable[Candidate]:
+    """"... by the French philosopher Auguste Comte ..." -> "... by which French philosopher ...?"; "the city of
+    Troy" -> "which city"; "The poet Statius began ..." -> "Which poet began ...?" (answer the name). The noun must
+    be one of _KINDS (or of _PLACES, before "of"), so that the question asks for a kind of thing: "the dire state of
+    Ireland" and "the queen of Thebes" (Thebes is not the queen) ask nothing."""
+    subject = _WHICH_SUBJECT.match(sentence)
+    for m in [subject] if subject else _WHICH.finditer(sentence):
+        if answer := _name(m):
+            kind = f"{m['adjective'] or ''}{m['kind'] or m['place']}"
+            span = (m.start(), m.start("answer") + len(answer))
+            yield Candidate("which", _echo(sentence, span, "which " + kind), m.start("answer"), answer)
+
+
 TEMPLATES: dict[str, Callable[[str], Iterable[Candidate]]] = {
     "year": year_questions, "date": date_questions, "definition": definition_questions,
     "how_many": how_many_questions, "percentage": percentage_questions, "by_whom": by_whom_questions,
     "where": where_questions, "who": who_questions, "when": when_questions, "where_was": where_was_questions,
+    "which": which_questions,
 }
 
 
