@@ -231,8 +231,8 @@ def plot_breakdowns(rows: list[dict]):
                        width, label=init)
             ax.set(ylabel="share of the class (%)", title="sentiment: which way the errors go")
         else:
-            kinds = [kind for kind, _ in _types_by_size(starts)]
-            labels = [f"{kind}\n({size})" for kind, size in _types_by_size(starts)]
+            types = _types_by_size(starts)
+            kinds, labels = [kind for kind, _ in types], [f"{kind}\n({size})" for kind, size in types]
             for k, init in enumerate(inits):
                 scores = [starts[init].get("per_type", {}).get(kind, {"f1": 0.0, "f1_se": 0.0}) for kind in kinds]
                 ax.bar([x + k * width for x in range(len(kinds))], [s["f1"] for s in scores], width,
