@@ -493,3 +493,69 @@ def test_shipped_comparison_is_complete_and_was_run_with_the_current_recipe():
     assert set(found) == set(finetune.TASKS) and all(set(starts) == {"scratch", "tiny"} for starts in found.values())
     for init, entry in found["sentiment"].items():  # the confusion matrix counts every test snippet of every seed
         assert sum(map(sum, entry["confusion"])) == 3 * len(load_rotten_tomatoes("test")), init
+
+
+# --------------------------------------------------------------------------------------------- the linear probe
+
+def test_probe_logistic_regression_predicts_as_scikit_learn_does():
+    """The probe's own logistic regression (L-BFGS, L2 as scikit-learn's C = 1, standardized features) against
+    scikit-learn's on noisy features: the same predictions on new rows."""
+    from sklearn.linear_model import LogisticRegression
+
+    g = torch.Generator().manual_seed(3)
+    direction = torch.randn(13, generator=g, dtype=torch.float64)
+    x = torch.randn(700, 13, generator=g, dtype=torch.float64) * torch.linspace(0.1, 5, 13, dtype=torch.float64)
+    y = ((x @ direction + 2 * torch.randn(700, generator=g, dtype=torch.float64)) > 0).long()
+    predict = comparison._logistic_regression(x[:500], y[:500])
+    mean, std = x[:500].mean(0), x[:500].std(0) + 1e-6
+    reference = LogisticRegression(max_iter=5000).fit(((x[:500] - mean) / std).numpy(), y[:500].numpy())
+    want = torch.from_numpy(reference.predict(((x[500:] - mean) / std).numpy()))
+    got = predict(x[500:])
+    assert (got == want).float().mean() >= 0.99, f"{int((got != want).sum())} of 200 predictions differ"
+    assert 0.6 < (got == y[500:]).float().mean() < 1, "the features carry the label, with noise"
+
+
+def test_linear_probe_finds_sentiment_planted_in_the_word_embeddings(tmp_path, tokenizer):
+    """A checkpoint whose word embeddings carry each piece's lean (log-odds of 'fresh' in 4,000 training snippets,
+    in one dimension) must probe far above random weights of its size; the rows say what was measured."""
+    counts = torch.ones(len(tokenizer), 2)  # add-one smoothing
+    for text, label in load_rotten_tomatoes("train")[:4000]:
+        for i in set(tokenizer.encode(text)):
+            counts[i, label] += 1
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig.tiny(vocab_size=len(tokenizer), max_position_embeddings=24, **SMALL))
+    with torch.no_grad():
+        model.bert.embeddings.word_embeddings.weight[:, 0] = 5 * (counts[:, 1] / counts[:, 0]).log()
+    folder = tmp_path / "planted"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+    rows = comparison.linear_probe(str(folder), train_sizes=(600,), seeds=(0, 1), limit_eval=300)
+    assert [(r["weights"], r["seed"], r["features"]) for r in rows] == [
+        (w, s, f) for w, s in (("pretrained", None), ("random", 0), ("random", 1))
+        for f in ("word embeddings", "last layer")]
+    assert all(r["train"] == 600 and 0 <= r["dev"] <= 100 for r in rows)
+    planted = next(r["dev"] for r in rows if (r["weights"], r["features"]) == ("pretrained", "word embeddings"))
+    random = [r["dev"] for r in rows if (r["weights"], r["features"]) == ("random", "word embeddings")]
+    assert planted > max(random) + 5, (planted, random)
+    table = comparison.probe_table(rows)
+    assert f"{planted:.1f}" in table and "word embeddings" in table and "last layer" in table
+    with pytest.raises(FileNotFoundError, match="make pretrain"):
+        comparison.linear_probe(str(tmp_path / "missing"))
+
+
+def test_shipped_diagnosis_holds_the_probe_and_the_few_label_runs():
+    """Chapter 08's 'why' section reads these without the runs: a probe of a make-pretrain checkpoint (pretrained
+    and three random draws, both features, 1,000 and all snippets) and the sentiment runs on 1,000 snippets."""
+    diagnosis = comparison.shipped_comparison()["diagnosis"]
+    assert {"measured", "checkpoint", "probe_command", "few_labels_command"} <= set(diagnosis)
+    probe = diagnosis["probe"]
+    assert {(r["weights"], r["seed"]) for r in probe} == {("pretrained", None), ("random", 0), ("random", 1),
+                                                          ("random", 2)}
+    assert {r["train"] for r in probe} == {1000, len(load_rotten_tomatoes("train"))} and len(probe) == 16
+    few = diagnosis["few_labels"]
+    seeds = comparison.COMPARE_SEEDS
+    assert {(r["init"], r["seed"]) for r in few} == {(i, s) for i in ("scratch", "tiny") for s in seeds}
+    assert all(r["task"] == "sentiment" and r["recipe"]["limit_train"] == 1000 for r in few)
+    assert "--limit-train 1000" in diagnosis["few_labels_command"]
+    assert len(comparison.probe_table(probe).splitlines()) == 5

@@ -16,14 +16,19 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import warnings
 from importlib import resources
 from pathlib import Path
+
+import torch
+from torch.nn import functional as F
 
 from minibert import finetune  # the loop (the module, not its names: this cell runs in chapter 08's notebook too)
 
 __all__ = ["compare", "summarize", "comparison_table", "plot_comparison", "write_comparison", "shipped_comparison",
-           "breakdowns", "breakdown_tables", "plot_breakdowns", "recipe_for", "COMPARE_INITS", "COMPARE_RECIPE",
-           "MINILM_RECIPE", "COMPARE_SEEDS"]
+           "breakdowns", "breakdown_tables", "plot_breakdowns", "recipe_for", "linear_probe", "probe_table",
+           "COMPARE_INITS",
+           "COMPARE_RECIPE", "MINILM_RECIPE", "COMPARE_SEEDS"]
 
 COMPARE_INITS = ("scratch", "runs/tiny/checkpoint", "minilm")
 COMPARE_SEEDS = (0, 1, 2)
@@ -245,6 +250,103 @@ def plot_breakdowns(rows: list[dict]):
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _mean_pieces(model, ids: list[list[int]], layer: str, batch_size: int = 256) -> torch.Tensor:
+    """(N, H): each row's mean vector over its pieces (`[CLS]` and `[SEP]` included, padding not), of the word
+    embeddings alone or of the last layer."""
+    from minibert.data import pad_rows
+
+    means = []
+    with torch.no_grad():
+        for i in range(0, len(ids), batch_size):
+            input_ids = pad_rows(ids[i:i + batch_size])  # (B, T)
+            mask = pad_rows([[1] * len(r) for r in ids[i:i + batch_size]])  # (B, T)
+            if layer == "word embeddings":
+                hidden = model.embeddings.word_embeddings(input_ids)  # (B, T, H)
+            else:
+                hidden = model(input_ids, mask).last_hidden_state  # (B, T, H)
+            weights = mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+            means.append((hidden * weights).sum(1) / weights.sum(1))  # (B, H)
+    return torch.cat(means)
+
+
+def _logistic_regression(x: torch.Tensor, y: torch.Tensor, steps: int = 200):
+    """A logistic regression on standardized features with scikit-learn's default L2 penalty (C = 1), fitted by
+    L-BFGS: returns the function that predicts 0/1 for new rows."""
+    mean, std = x.mean(0), x.std(0) + 1e-6
+    x = (x - mean) / std
+    w = torch.zeros(x.shape[1], dtype=x.dtype, requires_grad=True)
+    b = torch.zeros((), dtype=x.dtype, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], max_iter=steps, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.binary_cross_entropy_with_logits(x @ w + b, y.to(x.dtype)) + w.square().sum() / (2 * len(x))
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return lambda z: (((z - mean) / std) @ w.detach() + b.detach() > 0).long()
+
+
+def linear_probe(init: str, train_sizes: tuple[int | None, ...] = (1000, None), seeds: tuple[int, ...] = (0, 1, 2),
+                 limit_eval: int | None = None) -> list[dict]:
+    """What a start's frozen features know about sentiment before any fine-tuning. A logistic regression, the only
+    thing trained, reads each snippet's mean piece vector (of the word embeddings, and of the last layer) and is
+    scored on the dev split; the same for random weights of the same size and vocabulary, one model per seed (random
+    features differ from draw to draw by a few points). One row per weights (and seed), features and number of
+    training snippets (None: all): dev accuracy in %.
+
+    Why: the comparison shows that fine-tuning from our checkpoint ends about where a random start ends. Two
+    explanations predict different probes: if the checkpoint's frozen features beat random ones, pretraining learned
+    something that the labels then taught the random start too; if they do not, pretraining left nothing this task
+    could use. (Linear probes: Alain & Bengio 2016, "Understanding intermediate layers using linear classifier
+    probes".) Snippets are cut to the model's learned positions (32 for `make pretrain`'s checkpoint)."""
+    from minibert import BertModel
+    from minibert.task_data import load_rotten_tomatoes
+    from minibert.tokenization import BertTokenizer, pretrained_dir
+
+    folder = pretrained_dir() if init == "minilm" else Path(init)
+    if not (folder / "config.json").exists():
+        raise FileNotFoundError(f"{folder} holds no config.json: give a checkpoint folder (make pretrain writes "
+                                "runs/tiny/checkpoint) or 'minilm'")
+    tokenizer = BertTokenizer.from_pretrained(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a pretraining checkpoint's heads are not needed here
+        pretrained = BertModel.from_pretrained(folder).eval()
+    models = [("pretrained", None, pretrained)]
+    for seed in seeds:
+        torch.manual_seed(seed)
+        models.append(("random", seed, BertModel(pretrained.config).eval()))
+    cut = finetune.FinetuneConfig(max_seq_length=pretrained.config.max_position_embeddings)
+    most = None if None in train_sizes else max(train_sizes)
+    train, dev = load_rotten_tomatoes("train")[:most], load_rotten_tomatoes("dev")[:limit_eval]
+    ids_train = [f["input_ids"] for f in finetune.sentiment_features(tokenizer, train, cut)]
+    ids_dev = [f["input_ids"] for f in finetune.sentiment_features(tokenizer, dev, cut)]
+    y_train, y_dev = torch.tensor([label for _, label in train]), torch.tensor([label for _, label in dev])
+    rows = []
+    for weights, seed, model in models:
+        for layer in ("word embeddings", "last layer"):
+            x_train, x_dev = _mean_pieces(model, ids_train, layer), _mean_pieces(model, ids_dev, layer)  # (N, H)
+            for n in train_sizes:
+                predict = _logistic_regression(x_train[:n], y_train[:n])
+                rows.append({"weights": weights, "seed": seed, "features": layer, "train": len(x_train[:n]),
+                             "dev": 100 * (predict(x_dev) == y_dev).float().mean().item()})
+    return rows
+
+
+def probe_table(rows: list[dict]) -> str:
+    """`linear_probe`'s rows as a text table: per features and training snippets, the pretrained weights' dev
+    accuracy, the random weights' mean ± standard error over their seeds, and the difference."""
+    lines = [f"{'features':<16} {'train':>6} {'pretrained':>10} {'random':>13} {'difference':>10}"]
+    for layer in dict.fromkeys(r["features"] for r in rows):
+        for n in dict.fromkeys(r["train"] for r in rows):
+            cell = [r for r in rows if (r["features"], r["train"]) == (layer, n)]
+            ours = [r["dev"] for r in cell if r["weights"] == "pretrained"]
+            random, se = _mean_se([r["dev"] for r in cell if r["weights"] == "random"])
+            lines.append(f"{layer:<16} {n:>6,} {ours[0]:>10.1f} {random:>6.1f} ± {se:>4.1f} {ours[0] - random:>+10.1f}")
+    return "\n".join(lines)
 
 
 def write_comparison(rows: list[dict], root: Path = Path("runs/finetune")) -> list[Path]:
