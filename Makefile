@@ -24,7 +24,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare bench gpu-check masking-rates lint clean
+.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check masking-rates lint clean
 
 $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -75,8 +75,11 @@ bench-submission: $(STAMP)  ## autograde one student's whole course (the solutio
 pretrain: $(STAMP)  ## chapter 06's tiny BERT on the tasks' training text + Wikipedia, 6,000 steps into runs/tiny (about 10 min on 2 cores; again: resumes)
 	$(BIN)/python -m minibert.pretrain --out runs/tiny --corpus course+wikipedia --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000
 
-finetune-compare: $(STAMP)  ## chapter 08: every task from scratch / runs/tiny / MiniLM; table + chart in runs/finetune
-	$(BIN)/python -m minibert.finetune --compare
+finetune-compare: $(STAMP)  ## chapter 08: every task from scratch and runs/tiny (make pretrain first), 3 seeds each (about 12 min on 2 cores); runs/finetune
+	$(BIN)/python -m minibert.finetune --compare --inits scratch,runs/tiny/checkpoint --seeds 0,1,2
+
+finetune-compare-minilm: $(STAMP)  ## chapter 08: every task from the real MiniLM weights, 3 seeds (about an hour on 2 cores); added to runs/finetune
+	$(BIN)/python -m minibert.finetune --compare --inits minilm --seeds 0,1,2
 
 bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at chapter 06's setting, on this CPU
 	$(BIN)/python -m minibert.bench --device cpu --config tiny --seq 32 --batch-size 64 --vocab-size 4000

@@ -410,6 +410,23 @@ def test_compare_runs_every_start_and_tells_how_to_make_ours(tmp_path, ours):
     assert json.loads(written[0].read_text(encoding="utf-8")) == rows and written[1].stat().st_size > 0
 
 
+def test_write_comparison_keeps_the_runs_of_other_starts_and_replaces_a_rerun(tmp_path):
+    """`make finetune-compare` then `make finetune-compare-minilm` build one comparison.json: rows of another task,
+    start or seed stay, a run of the same task, start and seed replaces the old one, and the rows go by task."""
+    def row(task, init, seed, percent):
+        return {"task": task, "init": init, "seed": seed, "metric": "accuracy", "percent": percent, "dev": percent,
+                "dev_curve": [percent], "seconds": 1.0}
+
+    write_comparison([row("sentiment", "scratch", 0, 70.0), row("qa", "scratch", 0, 8.0),
+                      row("sentiment", "tiny", 0, 71.0)], tmp_path)
+    written = write_comparison([row("qa", "minilm", 0, 20.0), row("sentiment", "minilm", 0, 80.0),
+                                row("sentiment", "tiny", 0, 72.0)], tmp_path)
+    rows = json.loads(written[0].read_text(encoding="utf-8"))
+    assert [(r["task"], r["init"], r["percent"]) for r in rows] == [
+        ("sentiment", "scratch", 70.0), ("sentiment", "minilm", 80.0), ("sentiment", "tiny", 72.0),
+        ("qa", "scratch", 8.0), ("qa", "minilm", 20.0)]
+
+
 def test_compare_runs_each_seed_in_a_folder_of_its_own_and_summarizes_them(tmp_path, ours):
     rows = compare(("sentiment",), ("scratch",), out_root=str(tmp_path), progress=False, seeds=(0, 1), epochs=1,
                    batch_size=8, max_seq_length=24, limit_train=16, limit_eval=8)

@@ -350,9 +350,19 @@ def probe_table(rows: list[dict]) -> str:
 
 
 def write_comparison(rows: list[dict], root: Path = Path("runs/finetune")) -> list[Path]:
-    """comparison.json (the rows) and comparison.png (the bars) into `root`; returns their paths."""
+    """comparison.json (the rows) and comparison.png (the bars) into `root`; returns their paths.
+
+    Rows already in comparison.json are kept unless `rows` has a run of the same task, start and seed, which replaces
+    them: `make finetune-compare` (the tiny starts) and `make finetune-compare-minilm` build one comparison. The rows
+    are ordered by task, then as they came."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / "comparison.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    path = root / "comparison.json"
+    ran = {(r["task"], r["init"], r["seed"]) for r in rows}
+    kept = [r for r in (json.loads(path.read_text(encoding="utf-8")) if path.exists() else [])
+            if (r["task"], r["init"], r["seed"]) not in ran]
+    order = list(finetune.TASKS)
+    rows = sorted(kept + rows, key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
+    path.write_text(json.dumps(rows, indent=2), encoding="utf-8")
     plot_comparison(rows).savefig(root / "comparison.png", dpi=120)
     return [root / "comparison.json", root / "comparison.png"]
 

@@ -486,8 +486,8 @@ def main(argv: list[str] | None = None) -> int:
                      if v != defaults[k] and k not in ("task", "init", "out_dir", "like")}
             given.pop("seed", None)  # --seeds, not --seed
             rows = comparison.compare(tuple(tasks), tuple(inits), progress=progress, seeds=seeds, **given)
-            written = comparison.write_comparison(rows)
-            print(comparison.comparison_table(rows))
+            written = comparison.write_comparison(rows)  # with the rows of earlier comparisons it keeps
+            print(comparison.comparison_table(json.loads(written[0].read_text(encoding="utf-8"))))
             print(f"written: {', '.join(map(str, written))}")
             return 0
         result = train(FinetuneConfig(**args), progress=progress)

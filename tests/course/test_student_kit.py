@@ -23,7 +23,8 @@ from minibert_course.nbgrader_ext import secret_lines
 pytestmark = pytest.mark.slow
 CHAPTER = "01_wordpiece"
 # the kit's targets beyond `make lab` and `make test` that the chapters name, and the module each one runs
-STUDY_TARGETS = {"pretrain": "minibert.pretrain", "finetune-compare": "minibert.finetune", "bench": "minibert.bench",
+STUDY_TARGETS = {"pretrain": "minibert.pretrain", "finetune-compare": "minibert.finetune",
+                 "finetune-compare-minilm": "minibert.finetune", "bench": "minibert.bench",
                  "gpu-check": "minibert_course.gpu_check", "masking-rates": "minibert.variants"}
 
 
