@@ -27,8 +27,7 @@ from minibert import finetune  # the loop (the module, not its names: this cell 
 
 __all__ = ["compare", "summarize", "comparison_table", "plot_comparison", "write_comparison", "shipped_comparison",
            "breakdowns", "breakdown_tables", "plot_breakdowns", "recipe_for", "linear_probe", "probe_table",
-           "COMPARE_INITS",
-           "COMPARE_RECIPE", "MINILM_RECIPE", "COMPARE_SEEDS"]
+           "COMPARE_INITS", "COMPARE_RECIPE", "MINILM_RECIPE", "COMPARE_SEEDS"]
 
 COMPARE_INITS = ("scratch", "runs/tiny/checkpoint", "minilm")
 COMPARE_SEEDS = (0, 1, 2)
@@ -255,13 +254,11 @@ def plot_breakdowns(rows: list[dict]):
 def _mean_pieces(model, ids: list[list[int]], layer: str, batch_size: int = 256) -> torch.Tensor:
     """(N, H): each row's mean vector over its pieces (`[CLS]` and `[SEP]` included, padding not), of the word
     embeddings alone or of the last layer."""
-    from minibert.data import pad_rows
-
     means = []
     with torch.no_grad():
         for i in range(0, len(ids), batch_size):
-            input_ids = pad_rows(ids[i:i + batch_size])  # (B, T)
-            mask = pad_rows([[1] * len(r) for r in ids[i:i + batch_size]])  # (B, T)
+            batch = finetune.collate([{"input_ids": r} for r in ids[i:i + batch_size]])
+            input_ids, mask = batch["input_ids"], batch["attention_mask"]  # (B, T) each
             if layer == "word embeddings":
                 hidden = model.embeddings.word_embeddings(input_ids)  # (B, T, H)
             else:
