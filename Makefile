@@ -24,7 +24,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check masking-rates lint clean
+.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check gpu-rehearsal masking-rates lint clean
 
 $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -86,6 +86,20 @@ bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at ch
 
 gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped at step 150, resumed, vs uninterrupted
 	$(BIN)/python -m minibert_course.gpu_check
+
+# The GPU machine's Python: python3.12 on PATH, else pyenv's; PY312=/path/to/python3.12 chooses another.
+PY312 ?= $(firstword $(shell command -v python3.12) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12))
+GPU_STACK := build/gpu-stack
+
+$(GPU_STACK)/.installed: gpu-stack.txt
+	@test -n "$(PY312)" || { echo "make gpu-rehearsal needs Python 3.12, the GPU machine's: install it (pyenv install 3.12) or give PY312=/path/to/python3.12"; exit 1; }
+	$(PY312) -m venv $(GPU_STACK)
+	$(GPU_STACK)/bin/python -m pip install -r gpu-stack.txt
+	touch $@
+
+gpu-rehearsal: $(STAMP) $(GPU_STACK)/.installed  ## chapter 09: the GPU check's CPU twin in the GPU machine's versions (Python 3.12, gpu-stack.txt), run as a GPU user runs the check (a few minutes; the first time also installs about 5 GB)
+	$(BIN)/python -m minibert_course.gpu_check --export-corpus build/wiki-txt
+	PYTHONPATH=src $(GPU_STACK)/bin/python3 -m minibert_course.gpu_check --cpu-twin --corpus build/wiki-txt --out runs/gpu-rehearsal
 
 masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 35 min; run again: resumes)
 	$(BIN)/python -m minibert.variants --masking-rates --out runs/masking-rates

@@ -132,12 +132,6 @@ def test_gpu_check_needs_a_gpu_and_says_so(tmp_path):
     assert proc.returncode != 0 and "sees no GPU" in proc.stderr, proc.stderr[-2000:]
 
 
-TINY_PRETRAIN = ("--device", "cpu", "--precision", "fp32", "--seq-len", "32", "--batch-size", "8", "--vocab-size",
-                 "800", "--hidden-size", "32", "--num-hidden-layers", "2", "--num-attention-heads", "2",
-                 "--intermediate-size", "64", "--warmup", "5", "--eval-every", "20", "--checkpoint-every", "20",
-                 "--limit-documents", "20")
-
-
 def without_time(history: list[dict]) -> list[dict]:
     return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
 
@@ -149,15 +143,16 @@ def test_gpu_check_steps_on_cpu_at_tiny_size(tmp_path):
     CPU the resumed curve is the uninterrupted one exactly. Step 50 is neither an evaluation nor a periodic
     checkpoint (every 20 steps): the stop writes its own checkpoint, and the resumed run evaluates at 60 as the
     uninterrupted one does."""
-    from minibert_course.gpu_check import export_corpus, gpu_check
+    from minibert_course.gpu_check import CPU_TWIN, export_corpus, gpu_check
 
     corpus = export_corpus(tmp_path / "wiki-txt")
     assert len(list(corpus.glob("*.txt"))) == 106
-    figures = gpu_check(tmp_path / "check", corpus=str(corpus), steps=120, device="cpu", config="tiny",
-                        shapes=((32, 8),), pretrain_flags=TINY_PRETRAIN, stop_after=50)
+    assert CPU_TWIN["steps"] == 120 and CPU_TWIN["stop_after"] == 50
+    figures = gpu_check(tmp_path / "check", corpus=str(corpus), **CPU_TWIN)
     assert figures["bench_tiny_32"]["loss_difference"] < 1e-4
     run = figures["pretrain_tiny"]
     brief = {k: v for k, v in run.items() if "history" not in k}
+    assert "cuda" not in run["command"] and "bf16" not in run["command"], brief  # the twin's flags, not the GPU's
     assert run["first_exit"] == 128 + 15 and run["stopped_at_step"] == 50, brief
     assert run["resumed_exit"] == 0 and run["uninterrupted_exit"] == 0 and run["final_step"] == 120
     history = run["history"]

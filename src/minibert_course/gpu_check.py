@@ -2,12 +2,15 @@
 
     python -m minibert_course.gpu_check [--out runs/gpu-check] [--corpus wikipedia|FOLDER]
     python -m minibert_course.gpu_check --export-corpus FOLDER     # where gensim is installed, for a GPU machine
+    python -m minibert_course.gpu_check --cpu-twin --corpus FOLDER  # the same steps at tiny size on a CPU
 
 It runs `minibert.bench` at Base size (128 and 512 positions), then Base-size pretraining (`python -m
 minibert.train`) three times: stopped by `--stop-after-step` after a given step, resumed to the end, and once
 without a stop; the resumed curve must be the uninterrupted one. It needs torch and transformers, nothing else of
 the course's environment, so a GPU machine with its own Python runs it as `PYTHONPATH=src python3 -m
-minibert_course.gpu_check --corpus FOLDER`. Its CPU twin, at tiny size, is in tests/test_train.py.
+minibert_course.gpu_check --corpus FOLDER`. Its CPU twin (`--cpu-twin`: the same benchmark and the same stopped,
+resumed and uninterrupted runs, at tiny size) runs in tests/test_train.py and, in the GPU machine's versions of Python,
+torch and transformers, in `make gpu-rehearsal`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -34,6 +38,12 @@ from minibert.training import load_trainer_state
 GPU_CHECK_PRETRAIN = ["--device", "cuda", "--precision", "bf16", "--seq-len", "128", "--batch-size", "64",
                       "--vocab-size", "8000", "--lr", "2e-4", "--warmup", "30", "--eval-every", "50",
                       "--eval-batches", "4", "--checkpoint-every", "100", "--no-progress"]
+CPU_TWIN_PRETRAIN = ["--device", "cpu", "--precision", "fp32", "--seq-len", "32", "--batch-size", "8", "--vocab-size",
+                     "800", "--hidden-size", "32", "--num-hidden-layers", "2", "--num-attention-heads", "2",
+                     "--intermediate-size", "64", "--lr", "2e-4", "--warmup", "5", "--eval-every", "20",
+                     "--eval-batches", "4", "--checkpoint-every", "20", "--limit-documents", "20", "--no-progress"]
+CPU_TWIN = dict(steps=120, device="cpu", config="tiny", shapes=((32, 8),), pretrain_flags=CPU_TWIN_PRETRAIN,
+                stop_after=50)  # the same steps at tiny size, on a CPU, in a minute: --cpu-twin, make gpu-rehearsal
 
 
 def export_corpus(folder: Path) -> Path:
@@ -66,8 +76,9 @@ def _curve_difference(a: list[dict], b: list[dict], up_to: int | None = None) ->
 
 
 def gpu_check(out: Path = Path("runs/gpu-check"), corpus: str = "wikipedia", steps: int = 300, device: str = "cuda",
-              config: str = "base", shapes: tuple = ((128, 128), (512, 32)), pretrain_flags: tuple = (),
-              stop_after: int | None = None, tolerance: float | None = None) -> dict:
+              config: str = "base", shapes: tuple = ((128, 128), (512, 32)),
+              pretrain_flags: Sequence[str] | None = None, stop_after: int | None = None,
+              tolerance: float | None = None) -> dict:
     """The course's GPU check, on whatever Python runs it (torch and transformers installed, nothing downloaded):
     the benchmark at Base size, 128 and 512 positions; then Base-size pretraining on the Wikipedia sample, stopped by
     `--stop-after-step` after step `stop_after` (default: half the steps; the run stops exactly as a SIGTERM during
@@ -78,8 +89,8 @@ def gpu_check(out: Path = Path("runs/gpu-check"), corpus: str = "wikipedia", ste
 
     Every figure goes to gpu_check.json (after each part), the output to gpu_check.log; a run that fails ends the
     check early with the command to run next. `figures["passed"]`: every run ended as expected and the curves match.
-    (`device`, `config`, `shapes` as (positions, rows) and `pretrain_flags` are there for its CPU twin in the tests:
-    the same steps at tiny size.)"""
+    (`device`, `config`, `shapes` as (positions, rows) and `pretrain_flags`, which replace GPU_CHECK_PRETRAIN, are
+    there for its CPU twin, CPU_TWIN: the same steps at tiny size.)"""
 
     if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("the GPU check: PyTorch sees no GPU here (torch.cuda.is_available() is False); its CPU twin "
@@ -96,7 +107,8 @@ def gpu_check(out: Path = Path("runs/gpu-check"), corpus: str = "wikipedia", ste
         log.write(text + "\n")
         log.flush()
 
-    figures = {"torch": torch.__version__, "transformers": transformers.__version__,
+    began = time.perf_counter()
+    figures = {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__,
                "device": torch.cuda.get_device_name(0) if device == "cuda" else device,
                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "passed": False}
 
@@ -110,13 +122,13 @@ def gpu_check(out: Path = Path("runs/gpu-check"), corpus: str = "wikipedia", ste
             figures[f"bench_{config}_{seq}"] = {**result, "wall_seconds": time.perf_counter() - start}
             say(report(result))
             save()
-        run_dir, straight_dir = out / "base", out / "base-uninterrupted"
+        run_dir, straight_dir = out / config, out / f"{config}-uninterrupted"
         for folder in (run_dir, straight_dir):  # a new check, new runs: a finished run would not stop again
             shutil.rmtree(folder, ignore_errors=True)
 
         def command(folder: Path, *extra: str) -> list[str]:
             return [sys.executable, "-m", "minibert.train", "--out", str(folder), "--corpus", corpus, "--steps",
-                    str(steps), *GPU_CHECK_PRETRAIN, *pretrain_flags, *extra]
+                    str(steps), *(GPU_CHECK_PRETRAIN if pretrain_flags is None else pretrain_flags), *extra]
 
         package = str(Path(minibert.__file__).resolve().parents[1])  # the runs import the minibert this one does
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")]))}
@@ -164,11 +176,13 @@ def gpu_check(out: Path = Path("runs/gpu-check"), corpus: str = "wikipedia", ste
                         wall_seconds=time.perf_counter() - start)
         figures["passed"] = pretrain["curves_match"]
         figures["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        figures["wall_seconds"] = time.perf_counter() - began
         save()
         say(f"stopped at step {stop_after} and resumed vs uninterrupted: losses differ by at most {difference:.3g} "
             f"over {len(history)} evaluations ({before:.3g} before the stop; tolerance {tolerance:g}): "
             + ("the same curve" if pretrain["curves_match"] else "DIFFERENT curves: the resume is broken"))
-        say(f"GPU check: figures in {out / 'gpu_check.json'}")
+        say(f"GPU check: {figures['wall_seconds'] / 60:.1f} min in all (Python {figures['python']}, torch "
+            f"{figures['torch']}, transformers {figures['transformers']}); figures in {out / 'gpu_check.json'}")
         return figures
     finally:
         log.close()
@@ -182,11 +196,13 @@ def main(argv: list[str] | None = None) -> int:
                         "a folder of .txt made by --export-corpus")
     parser.add_argument("--export-corpus", type=Path, default=None, metavar="FOLDER",
                         help="write the Wikipedia sample to FOLDER as .txt files, then exit")
+    parser.add_argument("--cpu-twin", action="store_true", help="the same steps at tiny size on the CPU (a few "
+                        "minutes): rehearses the check where there is no GPU")
     args = parser.parse_args(argv)
     if args.export_corpus:
         print(f"wrote {len(list(export_corpus(args.export_corpus).glob('*.txt')))} articles to {args.export_corpus}")
         return 0
-    return 0 if gpu_check(args.out, corpus=args.corpus)["passed"] else 1
+    return 0 if gpu_check(args.out, corpus=args.corpus, **(CPU_TWIN if args.cpu_twin else {}))["passed"] else 1
 
 
 if __name__ == "__main__":
