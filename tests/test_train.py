@@ -95,17 +95,22 @@ def test_pretraining_batch_looks_like_chapter_05s():
 def test_benchmark_compares_the_same_model_and_reports_both(tmp_path):
     result = run(config="tiny", seq=16, batch_size=8, vocab_size=500, rounds=2, steps_per_round=1, warmup=1)
     assert result["loss_difference"] < 1e-4, "minibert and transformers must compute the same loss"
-    for name in ("minibert", "transformers"):
+    assert result["unpadded_loss_difference"] < 1e-4, "the unpadded path must compute the same loss"
+    assert 0 < result["padding_share"] < 0.5
+    for name in ("minibert", "minibert_unpadded", "transformers"):
         assert result[name]["tokens_per_second"] > 0 and result[name]["seconds_per_step"] > 0
         assert result[name]["mfu"] is None, "no peak given for a CPU"
     assert result["speedup"] == pytest.approx(result["minibert"]["tokens_per_second"]
                                               / result["transformers"]["tokens_per_second"])
+    assert result["speedup_unpadded"] == pytest.approx(result["minibert_unpadded"]["tokens_per_second"]
+                                                       / result["transformers"]["tokens_per_second"])
     out = tmp_path / "bench.json"
     proc = subprocess.run([sys.executable, "-m", "minibert.bench", "--seq", "16", "--batch-size", "8", "--vocab-size",
                            "500", "--rounds", "1", "--warmup", "1", "--steps-per-round", "1", "--peak-tflops", "1",
                            "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "minibert / transformers:" in proc.stdout and "tokens/s" in proc.stdout, proc.stdout
+    assert "minibert / transformers:" in proc.stdout and "unpadded / transformers:" in proc.stdout, proc.stdout
+    assert "tokens/s" in proc.stdout and "minibert unpadded" in proc.stdout, proc.stdout
     figures = json.loads(out.read_text(encoding="utf-8"))
     assert figures["peak_tflops"] == 1.0 and 0 < figures["minibert"]["mfu"] < 1
 

@@ -1,12 +1,12 @@
 # Generated from notebook 09_base_pretraining.ipynb by minibert_course.export: edit the notebook, not this file.
-"""A training-speed benchmark: minibert vs `transformers.BertForPreTraining`, the same model in one process
-(chapter 09).
+"""A training-speed benchmark: minibert, padded and unpadded, vs `transformers.BertForPreTraining`, the same model in
+one process (chapter 09).
 
 Why in one process, alternating: two runs in two processes meet different machine states (other jobs, clocks,
 caches); rounds of minibert and transformers taken in turn, after a warm-up of both, see the same ones.
 Why the same weights and a loss check first: the comparison is only fair if both compute the same function: the
 transformers model is loaded from minibert's state dict and, without dropout, must give the same loss on the same
-batch before anything is timed.
+batch before anything is timed (and so must the unpadded path: `minibert.unpadded`).
 Why padded batches with 15% targets: that is what pretraining feeds the models (chapter 05 pads pairs to the longest
 in the batch; chapter 04 picks the targets); a benchmark on full rows of random ids would measure another workload.
 """
@@ -32,6 +32,7 @@ from minibert.heads import BertForPreTraining
 from minibert.tokenization import SPECIAL_TOKENS
 from minibert.train import flops_per_token, mfu, peak_flops
 from minibert.training import autocast
+from minibert.unpadded import UnpaddedBertForPreTraining
 
 __all__ = ["run", "BenchConfig", "report", "models", "pretraining_batch", "main"]
 
@@ -116,17 +117,17 @@ def _train_step_fn(model, optimizer, precision: str, ours: bool):
     return step
 
 
-def _same_loss(ours, theirs, batch: dict[str, torch.Tensor]) -> float:
-    """|loss difference| of the two models on `batch`, without dropout, in fp32."""
+def _loss(model, batch: dict[str, torch.Tensor], ours: bool) -> float:
+    """The model's loss on `batch`, without dropout, in fp32: minibert's as it trains (targets_only=True)."""
     with torch.no_grad():
-        ours.eval(), theirs.eval()
-        difference = abs(ours(**batch, targets_only=True).loss.item() - theirs(**batch).loss.item())
-        ours.train(), theirs.train()
-    return difference
+        model.eval()
+        loss = (model(**batch, targets_only=True) if ours else model(**batch)).loss.item()
+        model.train()
+    return loss
 
 
 def run(bench: BenchConfig | None = None, **fields) -> dict:
-    """Measure both models; the figures as a dict (also what --json writes). `fields` replace those of `bench`:
+    """Measure the three; the figures as a dict (also what --json writes). `fields` replace those of `bench`:
     `run(config="base", seq=512)`."""
     bench = dataclasses.replace(bench or BenchConfig(), **fields)
     device, seq, batch_size, vocab_size = torch.device(bench.device), bench.seq, bench.batch_size, bench.vocab_size
@@ -134,23 +135,27 @@ def run(bench: BenchConfig | None = None, **fields) -> dict:
     precision, seed = bench.precision or ("bf16" if device.type == "cuda" else "fp32"), bench.seed
     cfg = getattr(BertConfig, bench.config)(vocab_size=vocab_size, max_position_embeddings=max(512, seq))
     ours, theirs = models(cfg, device, seed)
+    unpadded = UnpaddedBertForPreTraining(cfg).to(device).train()
+    unpadded.load_state_dict(ours.state_dict())  # the same weights again: each model trains its own copy
     generator = torch.Generator().manual_seed(seed)
     batches = [{k: v.to(device) for k, v in pretraining_batch(batch_size, seq, vocab_size, generator).items()}
                for _ in range(4)]
-    difference = _same_loss(ours, theirs, batches[0])
-    if difference > 1e-3:
-        raise RuntimeError(f"minibert and transformers give losses {difference:.3g} apart on the same batch: "
-                           "the benchmark would compare two different models")
+    loss = _loss(ours, batches[0], ours=True)
+    difference = abs(loss - _loss(theirs, batches[0], ours=False))
+    unpadded_difference = abs(loss - _loss(unpadded, batches[0], ours=True))
+    if max(difference, unpadded_difference) > 1e-3:
+        raise RuntimeError(f"losses {difference:.3g} (transformers) and {unpadded_difference:.3g} (unpadded) away "
+                           "from minibert's on the same batch: the benchmark would compare different models")
     fused = True if device.type == "cuda" else None
     steps = {}
-    for name, model in (("minibert", ours), ("transformers", theirs)):
+    for name, model in (("minibert", ours), ("minibert_unpadded", unpadded), ("transformers", theirs)):
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
         trained = torch.compile(model) if compile else model
-        steps[name] = _train_step_fn(trained, optimizer, precision, ours=name == "minibert")
+        steps[name] = _train_step_fn(trained, optimizer, precision, ours=name != "transformers")
     times = {name: [] for name in steps}
     memory = dict.fromkeys(steps, None)
     for round_ in range(warmup + rounds):
-        for name, step in steps.items():  # in turn: both meet the same machine state
+        for name, step in steps.items():  # in turn: all meet the same machine state
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             start = time.perf_counter()
@@ -160,36 +165,44 @@ def run(bench: BenchConfig | None = None, **fields) -> dict:
                 times[name].append((time.perf_counter() - start) / steps_per_round)
             if device.type == "cuda":
                 memory[name] = max(memory[name] or 0, torch.cuda.max_memory_allocated(device) / 2**30)
-    tokens = batch_size * seq  # positions per step, padding included: both models compute them
+    tokens = batch_size * seq  # positions per step, padding included: the padded models compute them all
     padding = 1 - sum(b["attention_mask"].sum().item() for b in batches) / (len(batches) * tokens)
     per_token = flops_per_token(cfg, seq)
     peak = peak_flops(device, bench.peak_tflops)
     figures = {}
     for name, seconds in times.items():
         rate = tokens / statistics.median(seconds)
+        done = rate * (1 - padding) if name == "minibert_unpadded" else rate  # FLOPs the unpadded path skips: none
         figures[name] = {"tokens_per_second": rate, "seconds_per_step": statistics.median(seconds),
-                         "mfu": mfu(rate, per_token, peak), "peak_memory_gib": memory[name]}
+                         "mfu": mfu(done, per_token, peak), "peak_memory_gib": memory[name]}
+    speed = {name: figures[name]["tokens_per_second"] for name in figures}
     return {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "torch_threads": torch.get_num_threads(), "config": bench.config, "layers": cfg.num_hidden_layers,
             "hidden": cfg.hidden_size, "vocab_size": vocab_size, "seq": seq, "batch_size": batch_size,
             "precision": precision, "compile": compile, "padding_share": padding,
             "gflops_per_token": per_token / 1e9, "peak_tflops": peak / 1e12 if peak else None,
-            "loss_difference": difference, "rounds": rounds, "steps_per_round": steps_per_round,
-            **figures, "speedup": figures["minibert"]["tokens_per_second"] /
-            figures["transformers"]["tokens_per_second"]}
+            "loss_difference": difference, "unpadded_loss_difference": unpadded_difference, "rounds": rounds,
+            "steps_per_round": steps_per_round, **figures,
+            "speedup": speed["minibert"] / speed["transformers"],
+            "speedup_unpadded": speed["minibert_unpadded"] / speed["transformers"],
+            "unpadded_gain": speed["minibert_unpadded"] / speed["minibert"]}
 
 
 def report(r: dict) -> str:
     lines = [f"{r['config']} ({r['layers']} layers x {r['hidden']}, {r['vocab_size']:,} pieces) on {r['device']}, "
              f"batch {r['batch_size']} x {r['seq']} positions ({r['padding_share']:.0%} padding), {r['precision']}"
-             f"{', compiled' if r['compile'] else ''}; same loss to {r['loss_difference']:.1e}",
-             f"{'':<14}{'tokens/s':>12}{'s/step':>10}{'MFU':>8}{'peak mem':>10}"]
-    for name in ("minibert", "transformers"):
+             f"{', compiled' if r['compile'] else ''}; same loss to "
+             f"{max(r['loss_difference'], r['unpadded_loss_difference']):.1e}",
+             f"{'':<19}{'tokens/s':>12}{'s/step':>10}{'MFU':>8}{'peak mem':>10}"]
+    for name in ("minibert", "minibert_unpadded", "transformers"):
         f = r[name]
         used = f"{f['mfu']:.1%}" if f["mfu"] is not None else "n/a"
         mem = f"{f['peak_memory_gib']:.1f} GiB" if f["peak_memory_gib"] is not None else "n/a"
-        lines.append(f"{name:<14}{f['tokens_per_second']:>12,.0f}{f['seconds_per_step']:>10.4f}{used:>8}{mem:>10}")
-    lines.append(f"minibert / transformers: {r['speedup']:.2f}x ({r['gflops_per_token']:.3f} GFLOP per token)")
+        lines.append(f"{name.replace('_', ' '):<19}{f['tokens_per_second']:>12,.0f}{f['seconds_per_step']:>10.4f}"
+                     f"{used:>8}{mem:>10}")
+    lines.append(f"minibert / transformers: {r['speedup']:.2f}x; unpadded / transformers: {r['speedup_unpadded']:.2f}x"
+                 f" (unpadded / padded: {r['unpadded_gain']:.2f}x; {r['gflops_per_token']:.3f} GFLOP per position; "
+                 "tokens/s count every position, padding included)")
     return "\n".join(lines)
 
 

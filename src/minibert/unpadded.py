@@ -1,0 +1,121 @@
+# Generated from notebook 09_base_pretraining.ipynb by minibert_course.export: edit the notebook, not this file.
+"""The unpadded encoder: the same BERT, computed on the real pieces only (chapter 09).
+
+Why: a pretraining batch pads every pair to the longest in the batch, and ~15-20% of its positions are padding. The
+padded encoder computes all of them (embeddings, Q/K/V and output projections, feed-forward, LayerNorm) and throws
+the results away; those position-wise operations are most of a step's FLOPs, so skipping the padding saves about the
+padding share of them. The real pieces are packed into one (N, H) matrix, N = the number of real pieces in the
+batch; only attention needs to know which row belongs to which sequence, and it gets its rows back in the (B, T)
+layout for one fused `scaled_dot_product_attention` call with the padding mask (the padded rows are zeros there and
+are dropped again right after). MosaicBERT and ModernBERT are built this way.
+Why a second forward over the same modules rather than a second model: the weights, their names and the checkpoints
+are BertForPreTraining's; `UnpaddedBertForPreTraining` only changes how a batch flows through them, so a checkpoint
+trained on either path loads on the other, and `transformers` loads both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from minibert.attention import BertSelfAttention, padding_mask
+from minibert.heads import BertForPreTraining, BertForPreTrainingOutput, pretraining_loss
+from minibert.masking import IGNORE_INDEX
+from minibert.model import BertLayer, BertModel, check_input_ids
+
+__all__ = ["Packing", "packing", "unpadded_encoder", "UnpaddedBertForPreTraining"]
+
+
+@dataclass
+class Packing:
+    """Where the N real pieces of a (B, T) batch sit: `indices` (N,) into the flattened B * T positions."""
+
+    indices: torch.Tensor  # (N,) flat positions b * T + t of the pieces whose attention_mask is 1, in order
+    batch: int
+    seq: int
+
+    def pack(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, ...) -> (N, ...): the rows of the real pieces."""
+        return x.reshape(self.batch * self.seq, *x.shape[2:])[self.indices]
+
+    def unpack(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, ...) -> (B, T, ...), zeros at the padding."""
+        out = x.new_zeros(self.batch * self.seq, *x.shape[1:])
+        return out.index_copy(0, self.indices, x).view(self.batch, self.seq, *x.shape[1:])
+
+
+def packing(attention_mask: torch.Tensor) -> Packing:
+    """(B, T) with 1 = real piece, 0 = padding -> the Packing of its real pieces. (On a GPU, `nonzero` waits for the
+    device once per batch: the number of real pieces decides the shapes of everything after.)"""
+    B, T = attention_mask.shape
+    return Packing(attention_mask.reshape(-1).nonzero().squeeze(1), B, T)
+
+
+def _attention(self_attention: BertSelfAttention, x: torch.Tensor, p: Packing, mask: torch.Tensor) -> torch.Tensor:
+    """Multi-head self-attention of packed rows (N, H) -> (N, H). Q, K and V come from one matrix product (the three
+    weights side by side: one (N, H) x (H, 3H) product instead of three thin ones); attention itself runs per
+    sequence, in the (B, T) layout, with the padding mask."""
+    sa, A, d = self_attention, self_attention.num_heads, self_attention.head_dim
+    weight = torch.cat([sa.query.weight, sa.key.weight, sa.value.weight])  # (3H, H)
+    bias = torch.cat([sa.query.bias, sa.key.bias, sa.value.bias])  # (3H,)
+    qkv = p.unpack(F.linear(x, weight, bias))  # (N, 3H) -> (B, T, 3H)
+    q, k, v = qkv.view(p.batch, p.seq, 3, A, d).permute(2, 0, 3, 1, 4)  # 3 x (B, A, T, d)
+    dropout_p = sa.dropout_p if sa.training else 0.0
+    context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, A, T, d)
+    return p.pack(context.transpose(1, 2).reshape(p.batch, p.seq, A * d))  # (N, H)
+
+
+def _layer(layer: BertLayer, x: torch.Tensor, p: Packing, mask: torch.Tensor) -> torch.Tensor:
+    """One post-LN encoder layer on packed rows: BertLayer's modules, with attention as above. (N, H) -> (N, H)."""
+    attended = layer.attention.output(_attention(layer.attention.self, x, p, mask), x)  # LayerNorm(x + Attn(x))
+    return layer.output(layer.intermediate(attended), attended)  # LayerNorm(h + FFN(h))
+
+
+def unpadded_encoder(bert: BertModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                     token_type_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, Packing]:
+    """`bert`'s embeddings and encoder on the real pieces only: the final states (N, H) of the N pieces whose
+    attention_mask is 1, and their Packing. Position ids stay those of the padded layout (0..T-1 in every row), so
+    each piece gets exactly the state the padded model gives it."""
+    if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
+        check_input_ids(input_ids, bert.config.vocab_size)
+    B, T = input_ids.shape
+    if attention_mask.shape != (B, T):
+        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, input_ids {(B, T)}: the unpadded "
+                         "path needs one mask entry per position (1 = piece, 0 = padding)")
+    p = packing(attention_mask)
+    positions = torch.arange(T, device=input_ids.device).expand(B, T)  # (B, T)
+    types = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
+    # (N, 1): N sequences of one position each, so that BertEmbeddings' check of T against its positions holds
+    x = bert.embeddings(p.pack(input_ids)[:, None], p.pack(types)[:, None], p.pack(positions)[:, None])[:, 0]
+    mask = padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
+    for layer in bert.encoder.layer:
+        x = _layer(layer, x, p, mask)  # (N, H)
+    return x, p
+
+
+class UnpaddedBertForPreTraining(BertForPreTraining):
+    """BertForPreTraining whose encoder skips the padding: the same modules, weights, checkpoint keys and outputs
+    (at the real pieces; `prediction_logits` at the targets, as with targets_only=True, which is how it trains).
+    Calls the padded path need (no attention_mask, position_ids, attentions or hidden states asked for) take it."""
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                next_sentence_label=None, targets_only: bool = False, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> BertForPreTrainingOutput:
+        if attention_mask is None or position_ids is not None or output_attentions or output_hidden_states \
+                or not targets_only or labels is None:
+            return super().forward(input_ids, attention_mask, token_type_ids, position_ids, labels,
+                                   next_sentence_label, targets_only, output_attentions, output_hidden_states)
+        states, p = unpadded_encoder(self.bert, input_ids, attention_mask, token_type_ids)  # (N, H)
+        packed_labels = p.pack(labels)  # (N,)
+        targets = packed_labels != IGNORE_INDEX
+        # [CLS] is position 0 of each row: its packed row is the number of real pieces before it
+        first = torch.cumsum(attention_mask.reshape(-1), 0).view_as(attention_mask)[:, 0] - 1  # (B,)
+        pooled = torch.tanh(self.bert.pooler.dense(states[first.clamp(min=0)]))  # (B, H)
+        logits, nsp_logits = self.cls(states[targets], pooled)  # (n, V), (B, 2)
+        loss = mlm_loss = nsp_loss = None
+        if next_sentence_label is not None:
+            loss, mlm_loss, nsp_loss = pretraining_loss(logits, packed_labels[targets], nsp_logits,
+                                                        next_sentence_label)
+        return BertForPreTrainingOutput(loss, logits, nsp_logits, mlm_loss, nsp_loss)

@@ -1,0 +1,123 @@
+"""The unpadded encoder (chapter 09) computes the padded model's function: outputs, loss and gradients."""
+
+import pytest
+import torch
+
+from minibert import BertConfig, BertForPreTraining
+from minibert.bench import pretraining_batch
+from minibert.unpadded import UnpaddedBertForPreTraining, packing, unpadded_encoder
+
+CONFIG = BertConfig.tiny(vocab_size=600, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def pair(config: BertConfig = CONFIG, device: str = "cpu"):
+    torch.manual_seed(0)
+    padded = BertForPreTraining(config)
+    unpadded = UnpaddedBertForPreTraining(config)
+    unpadded.load_state_dict(padded.state_dict())
+    return padded.to(device), unpadded.to(device)
+
+
+def batch(rows: int = 16, seq: int = 24, vocab: int = 600, seed: int = 0, device: str = "cpu"):
+    b = pretraining_batch(rows, seq, vocab, torch.Generator().manual_seed(seed))
+    assert 0 < (b["attention_mask"] == 0).sum() < b["attention_mask"].numel() // 2, "some padding, not mostly"
+    return {k: v.to(device) for k, v in b.items()}
+
+
+def test_packing_round_trip_keeps_the_real_pieces_and_zeros_the_padding():
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [0, 1, 1, 1]])
+    p = packing(mask)
+    x = torch.arange(12.0).view(3, 4)[..., None].expand(3, 4, 2)
+    packed = p.pack(x)
+    assert packed.shape == (8, 2) and packed[:, 0].tolist() == [0, 1, 2, 4, 5, 9, 10, 11]
+    back = p.unpack(packed)
+    assert torch.equal(back[mask.bool()], x[mask.bool()]) and (back[~mask.bool()] == 0).all()
+
+
+def test_same_loss_logits_and_gradients_as_the_padded_model_in_fp32():
+    padded, unpadded = pair()
+    b = batch()
+    ours, theirs = (m(**b, targets_only=True) for m in (unpadded, padded))
+    torch.testing.assert_close(ours.loss, theirs.loss, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(ours.prediction_logits, theirs.prediction_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ours.seq_relationship_logits, theirs.seq_relationship_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ours.mlm_loss, theirs.mlm_loss)
+    torch.testing.assert_close(ours.nsp_loss, theirs.nsp_loss)
+    ours.loss.backward()
+    theirs.loss.backward()
+    grads = dict(padded.named_parameters())
+    for name, parameter in unpadded.named_parameters():
+        torch.testing.assert_close(parameter.grad, grads[name].grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_states_at_every_real_piece_match_whatever_the_padding_pattern():
+    """Packing is by the mask, not by 'padding at the end': left padding and holes give the padded model's states at
+    every real piece, with the padded layout's position ids."""
+    padded, _ = pair()
+    ids = torch.randint(5, 600, (3, 10), generator=torch.Generator().manual_seed(1))
+    mask = torch.tensor([[1] * 10, [1] * 6 + [0] * 4, [0, 0, 1, 1, 1, 0, 1, 1, 1, 1]])
+    types = torch.tensor([[0] * 5 + [1] * 5] * 3)
+    expected = padded.bert(ids, attention_mask=mask, token_type_ids=types).last_hidden_state[mask.bool()]
+    states, p = unpadded_encoder(padded.bert, ids, mask, types)
+    assert states.shape == (int(mask.sum()), CONFIG.hidden_size)
+    torch.testing.assert_close(states, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(p.unpack(states)[mask.bool()], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_training_steps_follow_the_same_curve():
+    """Five AdamW steps on each path, from the same weights on the same batch: the same losses."""
+    curves = []
+    for model in pair():
+        model.train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        losses = []
+        for _ in range(5):
+            loss = model(**batch(), targets_only=True).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+        curves.append(losses)
+    assert curves[0][-1] < curves[0][0], "the loss goes down"
+    assert curves[0] == pytest.approx(curves[1], rel=1e-5, abs=1e-5), curves
+
+
+def test_what_the_unpadded_path_does_not_cover_takes_the_padded_one():
+    padded, unpadded = pair()
+    b = batch()
+    out = unpadded(**b, output_attentions=True)  # probabilities need the (B, T, T) layout
+    assert out.attentions is not None and out.prediction_logits.shape == (*b["input_ids"].shape, 600)
+    torch.testing.assert_close(out.loss, padded(**b, output_attentions=True).loss)
+    assert unpadded(**b).prediction_logits.shape == (*b["input_ids"].shape, 600), "targets_only=False: every position"
+
+
+def test_a_mask_of_the_wrong_shape_is_refused_with_the_reason():
+    padded, _ = pair()
+    ids = torch.randint(5, 600, (2, 8))
+    with pytest.raises(ValueError, match="one mask entry per position"):
+        unpadded_encoder(padded.bert, ids, torch.ones(2, 7, dtype=torch.long))
+
+
+def test_checkpoints_are_the_same_state_dict():
+    padded, unpadded = pair()
+    assert list(padded.state_dict()) == list(unpadded.state_dict())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: the bf16 twin of the fp32 equality test above, "
+                    "which runs on CPU")
+def test_same_loss_and_gradients_in_bf16_on_cuda():
+    from minibert.training import autocast
+
+    config = BertConfig.small(vocab_size=2000, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    padded, unpadded = pair(config, "cuda")
+    b = batch(rows=32, seq=128, vocab=2000, device="cuda")
+    outs = []
+    for model in (padded, unpadded):
+        with autocast(torch.device("cuda"), "bf16"):
+            out = model(**b, targets_only=True)
+        out.loss.backward()
+        outs.append(out)
+    torch.testing.assert_close(outs[1].loss.float(), outs[0].loss.float(), rtol=2e-2, atol=2e-2)
+    flat = [torch.cat([p.grad.float().flatten() for p in model.parameters()]) for model in (padded, unpadded)]
+    gap = ((flat[1] - flat[0]).norm() / flat[0].norm()).item()
+    assert gap < 5e-2, f"gradients {gap:.3g} apart (relative norm): more than bf16 rounding"
