@@ -98,9 +98,47 @@ def test_a_mask_of_the_wrong_shape_is_refused_with_the_reason():
         unpadded_encoder(padded.bert, ids, torch.ones(2, 7, dtype=torch.long))
 
 
-def test_checkpoints_are_the_same_state_dict():
+def test_rows_starting_with_padding_and_labels_at_padding_take_the_padded_path():
+    """The pooler reads position 0 and the padded loss counts every label: a batch where either differs from the
+    packed view gives exactly the padded model's outputs (here: left padding, and a label at a padded position)."""
     padded, unpadded = pair()
-    assert list(padded.state_dict()) == list(unpadded.state_dict())
+    b = batch()
+    left = {k: v.flip(1) if v.dim() == 2 else v for k, v in b.items()}  # padding first, [CLS] after it
+    for case in (left, {**b, "labels": b["labels"].masked_fill(b["attention_mask"] == 0, 7)}):
+        ours, theirs = unpadded(**case, targets_only=True), padded(**case, targets_only=True)
+        torch.testing.assert_close(ours.seq_relationship_logits, theirs.seq_relationship_logits)
+        torch.testing.assert_close(ours.loss, theirs.loss)
+
+
+def test_position_ids_and_a_float_mask():
+    padded, unpadded = pair()
+    b = batch()
+    positions = torch.arange(24).flip(0).expand(16, 24)  # given position ids: the padded path uses them
+    torch.testing.assert_close(unpadded(**b, position_ids=positions, targets_only=True).loss,
+                               padded(**b, position_ids=positions, targets_only=True).loss)
+    floats = {**b, "attention_mask": b["attention_mask"].float()}
+    torch.testing.assert_close(unpadded(**floats, targets_only=True).loss, padded(**b, targets_only=True).loss,
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_dropout_is_on_in_training_and_off_in_eval():
+    config = BertConfig.tiny(vocab_size=600)  # dropout 0.1
+    torch.manual_seed(0)
+    unpadded = UnpaddedBertForPreTraining(config)
+    padded = BertForPreTraining(config)
+    padded.load_state_dict(unpadded.state_dict())
+    b = batch()
+    first, second = (unpadded.train()(**b, targets_only=True).loss for _ in range(2))
+    assert first.item() != second.item(), "training: new dropout masks at every call"
+    torch.testing.assert_close(unpadded.eval()(**b, targets_only=True).loss, padded.eval()(**b, targets_only=True).loss,
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_more_positions_than_the_model_has_is_refused_with_the_fix():
+    padded, _ = pair(BertConfig.tiny(vocab_size=600, max_position_embeddings=16))
+    ids = torch.randint(5, 600, (2, 20))
+    with pytest.raises(ValueError, match="split_into_windows"):
+        unpadded_encoder(padded.bert, ids, torch.ones(2, 20, dtype=torch.long))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: the bf16 twin of the fp32 equality test above, "

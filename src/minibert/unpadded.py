@@ -50,7 +50,7 @@ def packing(attention_mask: torch.Tensor) -> Packing:
     """(B, T) with 1 = real piece, 0 = padding -> the Packing of its real pieces. (On a GPU, `nonzero` waits for the
     device once per batch: the number of real pieces decides the shapes of everything after.)"""
     B, T = attention_mask.shape
-    return Packing(attention_mask.reshape(-1).nonzero().squeeze(1), B, T)
+    return Packing(attention_mask.reshape(-1).bool().nonzero().squeeze(1), B, T)
 
 
 def _attention(self_attention: BertSelfAttention, x: torch.Tensor, p: Packing, mask: torch.Tensor) -> torch.Tensor:
@@ -81,6 +81,9 @@ def unpadded_encoder(bert: BertModel, input_ids: torch.Tensor, attention_mask: t
     if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
         check_input_ids(input_ids, bert.config.vocab_size)
     B, T = input_ids.shape
+    if T > bert.config.max_position_embeddings:  # the embeddings see one position per row here: check it ourselves
+        raise ValueError(f"{T} positions, but the model has {bert.config.max_position_embeddings} position embeddings:"
+                         " cut the input (minibert.tokenization.split_into_windows)")
     if attention_mask.shape != (B, T):
         raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, input_ids {(B, T)}: the unpadded "
                          "path needs one mask entry per position (1 = piece, 0 = padding)")
@@ -95,24 +98,34 @@ def unpadded_encoder(bert: BertModel, input_ids: torch.Tensor, attention_mask: t
     return x, p
 
 
+def _packable(attention_mask: torch.Tensor, labels: torch.Tensor) -> bool:
+    """Every row starts with a real piece (its [CLS]) and no MLM label sits at padding. (On a GPU this reads one
+    flag back from the device, once per batch.)"""
+    padding = ~attention_mask.bool()
+    return not bool(padding[:, 0].any() | (padding & (labels != IGNORE_INDEX)).any())
+
+
 class UnpaddedBertForPreTraining(BertForPreTraining):
     """BertForPreTraining whose encoder skips the padding: the same modules, weights, checkpoint keys and outputs
     (at the real pieces; `prediction_logits` at the targets, as with targets_only=True, which is how it trains).
-    Calls the padded path need (no attention_mask, position_ids, attentions or hidden states asked for) take it."""
+    Calls that need the padded path take it: without targets_only=True or labels, without an attention_mask, with
+    position_ids, attentions or hidden states asked for, with a row whose first position ([CLS], which the pooler
+    reads) is padding, or with an MLM label at a padding position (the padded loss counts it; this one could not).
+    With dropout on, both paths draw their masks from the same distribution but not the same random numbers."""
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
                 next_sentence_label=None, targets_only: bool = False, output_attentions: bool = False,
                 output_hidden_states: bool = False) -> BertForPreTrainingOutput:
         if attention_mask is None or position_ids is not None or output_attentions or output_hidden_states \
-                or not targets_only or labels is None:
+                or not targets_only or labels is None or not _packable(attention_mask, labels):
             return super().forward(input_ids, attention_mask, token_type_ids, position_ids, labels,
                                    next_sentence_label, targets_only, output_attentions, output_hidden_states)
         states, p = unpadded_encoder(self.bert, input_ids, attention_mask, token_type_ids)  # (N, H)
         packed_labels = p.pack(labels)  # (N,)
         targets = packed_labels != IGNORE_INDEX
         # [CLS] is position 0 of each row: its packed row is the number of real pieces before it
-        first = torch.cumsum(attention_mask.reshape(-1), 0).view_as(attention_mask)[:, 0] - 1  # (B,)
-        pooled = torch.tanh(self.bert.pooler.dense(states[first.clamp(min=0)]))  # (B, H)
+        first = torch.cumsum(attention_mask.reshape(-1).long(), 0).view_as(attention_mask)[:, 0] - 1  # (B,)
+        pooled = torch.tanh(self.bert.pooler.dense(states[first]))  # (B, H)
         logits, nsp_logits = self.cls(states[targets], pooled)  # (n, V), (B, 2)
         loss = mlm_loss = nsp_loss = None
         if next_sentence_label is not None:
