@@ -125,7 +125,7 @@ class UnpaddedBertForPreTraining(BertForPreTraining):
         targets = packed_labels != IGNORE_INDEX
         # [CLS] is position 0 of each row: its packed row is the number of real pieces before it
         first = torch.cumsum(attention_mask.reshape(-1).long(), 0).view_as(attention_mask)[:, 0] - 1  # (B,)
-        pooled = torch.tanh(self.bert.pooler.dense(states[first]))  # (B, H)
+        pooled = self.bert.pooler(states[first, None])  # BertPooler reads row 0 of (B, 1, H): (B, H)
         logits, nsp_logits = self.cls(states[targets], pooled)  # (n, V), (B, 2)
         loss = mlm_loss = nsp_loss = None
         if next_sentence_label is not None:
