@@ -159,3 +159,37 @@ def test_same_loss_and_gradients_in_bf16_on_cuda():
     flat = [torch.cat([p.grad.float().flatten() for p in model.parameters()]) for model in (padded, unpadded)]
     gap = ((flat[1] - flat[0]).norm() / flat[0].norm()).item()
     assert gap < 5e-2, f"gradients {gap:.3g} apart (relative norm): more than bf16 rounding"
+
+
+def test_the_train_command_trains_the_unpadded_model_on_the_same_curve(tmp_path):
+    """`python -m minibert.train --unpadded`: the same evaluations as the padded run (no dropout, so the only
+    difference is fp32 rounding), a checkpoint that BertForPreTraining reads, and a resume that continues it."""
+    import json
+    import subprocess
+    import sys
+
+    from minibert.pretrain import load_trainer_state
+
+    def train(out, *flags):
+        cmd = [sys.executable, "-m", "minibert.train", "--device", "cpu", "--steps", "6", "--eval-every", "2",
+               "--limit-documents", "12", "--vocab-size", "800", "--seq-len", "32", "--batch-size", "8",
+               "--hidden-size", "32", "--num-hidden-layers", "2", "--num-attention-heads", "2",
+               "--intermediate-size", "64", "--dropout", "0", "--attention-dropout", "0", "--precision", "fp32",
+               "--out", str(out), "--no-progress", *flags]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        return proc
+
+    padded, unpadded = tmp_path / "padded", tmp_path / "unpadded"
+    assert train(padded).returncode == 0
+    proc = train(unpadded, "--unpadded", "--stop-after-step", "4")
+    assert proc.returncode == 143, proc.stderr[-2000:]
+    proc = train(unpadded, "--unpadded")  # resumes from step 4
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "(unpadded)" in proc.stdout, proc.stdout
+    ours, theirs = (load_trainer_state(run / "checkpoint")["history"] for run in (unpadded, padded))
+    assert [h["step"] for h in ours] == [h["step"] for h in theirs] == [2, 4, 6]
+    for a, b in zip(ours, theirs, strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], abs=1e-4), (a, b)
+        assert a["mlm_accuracy"] == pytest.approx(b["mlm_accuracy"], abs=1e-6)
+    model = BertForPreTraining.from_pretrained(unpadded / "checkpoint")  # a plain checkpoint
+    assert json.loads((unpadded / "checkpoint" / "config.json").read_text())["vocab_size"] == model.config.vocab_size

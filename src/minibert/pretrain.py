@@ -184,16 +184,18 @@ def _seconds_per_step(model, cfg: PretrainConfig, make_batch, eval_batches: list
     return per_step + (time.perf_counter() - start) / cfg.eval_every
 
 
-def _initial_model(cfg: PretrainConfig, out: Path, tokenizer: BertTokenizer,
-                   rank: int, processes: int) -> tuple[BertForPreTraining, dict | None]:
+def _initial_model(cfg: PretrainConfig, out: Path, tokenizer: BertTokenizer, rank: int, processes: int,
+                   model_class: type[BertForPreTraining] = BertForPreTraining
+                   ) -> tuple[BertForPreTraining, dict | None]:
     """The model a run starts from, and the trainer state it resumes (None for a new run): the run folder's
     checkpoint, or weights drawn from the seed, the same in every process, each of which then draws dropout from
-    a stream of its own."""
+    a stream of its own. `model_class`: BertForPreTraining or a subclass with the same weights (chapter 09's
+    unpadded one), which draws the same first weights and reads the same checkpoints."""
     torch.manual_seed(cfg.seed)
-    model = BertForPreTraining(cfg.model_config(len(tokenizer)))
+    model = model_class(cfg.model_config(len(tokenizer)))
     checkpoint, state = latest_checkpoint(out), None
     if checkpoint is not None:
-        model = BertForPreTraining.from_pretrained(checkpoint)
+        model = model_class.from_pretrained(checkpoint)
         state = load_trainer_state(checkpoint)
     elif processes > 1:  # the same first weights everywhere, then a dropout stream of each process's own
         torch.manual_seed(cfg.seed + 1_000_003 * (rank + 1))
@@ -365,7 +367,7 @@ class _Run:
                 "processes": self.processes}
 
 
-def _begin(cfg: PretrainConfig) -> tuple[_Run, dict | None]:
+def _begin(cfg: PretrainConfig, model_class: type[BertForPreTraining] = BertForPreTraining) -> tuple[_Run, dict | None]:
     """Everything before the schedule: the process (device, process group), the data, the model and its optimizer,
     from the run folder's checkpoint when there is one. Returns the run and the trainer state it resumes (or None)."""
     if cfg.max_steps is None and cfg.max_minutes is None:
@@ -386,7 +388,7 @@ def _begin(cfg: PretrainConfig) -> tuple[_Run, dict | None]:
     tokenizer, train_set, eval_set = prepare(cfg, out)
     if rank == 0 and processes > 1:
         dist.barrier()
-    model, state = _initial_model(cfg, out, tokenizer, rank, processes)
+    model, state = _initial_model(cfg, out, tokenizer, rank, processes, model_class)
     model.to(device).train()
     optimizer = make_optimizer(model, cfg.learning_rate, cfg.weight_decay)
     if state is not None:
@@ -405,8 +407,10 @@ def _begin(cfg: PretrainConfig) -> tuple[_Run, dict | None]:
     return run, state
 
 
-def train(cfg: PretrainConfig, progress: bool = True) -> dict:
+def train(cfg: PretrainConfig, progress: bool = True,
+          model_class: type[BertForPreTraining] = BertForPreTraining) -> dict:
     """Pretrain (or resume) and return the final evaluation figures, the history, the schedule and the timing.
+    `model_class`: see `_initial_model`.
 
     Raises:
         KeyboardInterrupt: after Ctrl+C, once the checkpoint of the last complete step is written.
@@ -415,7 +419,7 @@ def train(cfg: PretrainConfig, progress: bool = True) -> dict:
     """
     from tqdm.auto import tqdm
 
-    run, state = _begin(cfg)  # the process, the data, the model and the optimizer (from the checkpoint, if any)
+    run, state = _begin(cfg, model_class)  # the process, the data, the model and the optimizer (from its checkpoint)
     how = run.fit_schedule()
     if run.lead:
         print(f"schedule: peak LR {cfg.learning_rate:g}, warm-up {run.schedule.warmup} steps, linear decay to 0 at "
@@ -517,13 +521,15 @@ def build_parser(defaults: PretrainConfig | None = None) -> argparse.ArgumentPar
 
 
 def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None, extra: dict | None = None,
-                defaults: PretrainConfig | None = None) -> tuple[PretrainConfig, dict] | int:
+                defaults: PretrainConfig | None = None,
+                model_class: type[BertForPreTraining] = BertForPreTraining) -> tuple[PretrainConfig, dict] | int:
     """What every pretraining command does (`python -m minibert.pretrain`, `python -m minibert.train`): parse the
     flags into a PretrainConfig, check that the run has an end, train (under torchrun too), and take the process
     group down. Returns the config and the result for the first process to report; else the exit status (130 after
     Ctrl+C, 0 for the other processes under torchrun). `extra` names the parser's flags that are not fields of the
     config (`{"peak_tflops": None}`): their values are written into it. `defaults`: the config the parser was built
-    from (`build_parser(defaults)`), which gives the model's fields that are not flags."""
+    from (`build_parser(defaults)`), which gives the model's fields that are not flags. `model_class`: see
+    `_initial_model`."""
     args = vars(parser.parse_args(argv))
     progress = not args.pop("no_progress")
     for name in extra or {}:
@@ -532,7 +538,7 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None, 
     if cfg.max_minutes is None and cfg.max_steps is None:
         parser.error("give --minutes or --steps (or both)")
     try:
-        result = train(cfg, progress=progress)
+        result = train(cfg, progress=progress, model_class=model_class)
     except KeyboardInterrupt:
         return 130
     finally:

@@ -83,7 +83,8 @@ def speed_report(history: list[dict], config: BertConfig, seq_len: int, peak: fl
 def main(argv: list[str] | None = None) -> int:
     """`python -m minibert.train` (or under `torchrun`): chapter 06's loop with the GPU settings as defaults (Base
     size, bf16, 128 positions) and a speed report in tokens/s and MFU at the end. Every flag of
-    `python -m minibert.pretrain` is accepted."""
+    `python -m minibert.pretrain` is accepted, and --unpadded trains `minibert.unpadded`'s model (section 6): the
+    same weights, checkpoints and losses, without the work on padding."""
     from minibert import pretrain
 
     model = BertConfig.base()
@@ -93,14 +94,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.prog = "python -m minibert.train"
     parser.add_argument("--peak-tflops", type=float, default=None, help="the device's peak (default: from the GPU's"
                         f" name: {', '.join(PEAK_TFLOPS)})")
-    extra = {"peak_tflops": None}
-    outcome = pretrain.run_command(parser, argv, extra, base)  # chapter 06's command: parse, check, train, tear down
+    parser.add_argument("--unpadded", action="store_true", help="run the encoder on the real pieces only "
+                        "(minibert.unpadded: the same weights, checkpoints and losses)")
+    extra = {"peak_tflops": None, "unpadded": False}
+    parsed = parser.parse_known_args(argv)[0]
+    if parsed.unpadded:  # imported only when asked for: chapter 09's later section
+        from minibert.unpadded import UnpaddedBertForPreTraining as model_class
+    else:
+        from minibert.heads import BertForPreTraining as model_class
+    # chapter 06's command: parse, check, train, tear down
+    outcome = pretrain.run_command(parser, argv, extra, base, model_class)
     if isinstance(outcome, int):
         return outcome
     cfg, result = outcome
     final = result["final"]
     config = BertConfig.from_json_file(Path(result["checkpoint"]) / "config.json")
-    print(f"step {result['step']}: loss {final['loss']:.3f}, masked-token accuracy {final['mlm_accuracy']:.3f}; "
+    print(f"step {result['step']}{' (unpadded)' if extra['unpadded'] else ''}: loss {final['loss']:.3f}, "
+          f"masked-token accuracy {final['mlm_accuracy']:.3f}; "
           + speed_report(result["history"], config, cfg.max_seq_length, peak_flops(result["device"],
                                                                                    extra["peak_tflops"])))
     return 0
