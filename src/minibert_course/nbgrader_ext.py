@@ -124,28 +124,32 @@ def failing_line(error: dict) -> int | None:
     return None
 
 
+def failure_text(source: str, out: dict) -> str:
+    """What a student may read of a failing test cell's error output: the grader's own verdict (`NotRun`, ...) and
+    the message of a visible test (the student has its source in their notebook anyway), only the error's name for a
+    hidden test, never a traceback (it would quote the test's code). `make grade`'s feedback and the checking
+    service both use it, so they say the same. `source` is the test cell's source with its hidden-test markers."""
+    if out.get("ename") in GRADER_ERRORS:
+        return f"{out.get('ename')}: {out.get('evalue', '')}\n"  # the grader's verdict: shown
+    if failing_line(out) not in hidden_test_lines(source) | {None}:
+        return (f"{out.get('ename', 'Error')}: {out.get('evalue', '')}\n"
+                "(a visible test failed: see it in your notebook)\n")
+    return (f"{out.get('ename', 'Error')}: a hidden test failed. Its details are not shown; "
+            "check your answer against the visible tests and the task text.\n")
+
+
 class HideTestTracebacks(NbGraderPreprocessor):  # NbGraderPreprocessor: enabled by default
-    """In feedback, a failing test cell shows `Error: message` when a visible test failed (the student has its source
-    and message in their notebook anyway) and only the error name when a hidden test failed. Tracebacks are never
-    shown: they would quote the test's code. Runs before ClearHiddenTests, while the markers are still there."""
+    """In feedback, a failing test cell shows `failure_text` of its error instead of the error. Runs before
+    ClearHiddenTests, while the markers are still there."""
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
-            hidden = hidden_test_lines(cell.source)
             outputs = []
             for out in cell.get("outputs", []):
-                if out.get("output_type") == "error" and out.get("ename") in GRADER_ERRORS:
-                    text = f"{out.get('ename')}: {out.get('evalue', '')}\n"  # the grader's verdict: shown
-                elif out.get("output_type") == "error" and failing_line(out) not in hidden | {None}:
-                    text = (f"{out.get('ename', 'Error')}: {out.get('evalue', '')}\n"
-                            "(a visible test failed: see it in your notebook)\n")
-                elif out.get("output_type") == "error":
-                    text = (f"{out.get('ename', 'Error')}: a hidden test failed. Its details are not shown; "
-                            "check your answer against the visible tests and the task text.\n")
-                else:
+                if out.get("output_type") != "error":
                     outputs.append(out)
                     continue
-                outputs.append({"output_type": "stream", "name": "stderr", "text": text})
+                outputs.append({"output_type": "stream", "name": "stderr", "text": failure_text(cell.source, out)})
             cell.outputs = outputs
         return cell, resources
 
