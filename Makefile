@@ -63,8 +63,8 @@ formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for th
 	$(BIN)/python -m minibert_course.labconfig --instructor $(CURDIR)/build/jupyter/instructor
 	cd $(COURSE) && JUPYTER_CONFIG_DIR=$(CURDIR)/build/jupyter/instructor $(abspath $(BIN))/jupyter lab --ServerApp.root_dir=$(COURSE) $(ALLOW_ROOT) $(LAB_ARGS)
 
-mutation: $(STAMP)  ## grade every mutant of autograder/mutants/ and write docs/mutation.md
-	$(BIN)/python -m autograder.mutation --jobs $(JOBS) --table docs/mutation.md
+mutation: $(STAMP)  ## grade every mutant of autograder/mutants/; write docs/mutation.md and the signatures the diagnosis reads
+	$(BIN)/python -m autograder.mutation --jobs $(JOBS) --table docs/mutation.md --signatures autograder/mutants/signatures.json
 
 bench-grade: $(STAMP)  ## autograde 50 generated submissions with JOBS=1 and JOBS=2; print the time per submission
 	$(BIN)/python -m autograder.bench_grade --submissions 50

@@ -53,6 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 UID_BASE = 63000  # the workers' sandbox uids: apart from `make grade`'s 61000 + shard
 INSTRUCTOR = "instructor"
+UPLOAD_CAP = 1 << 30  # beyond this the connection is closed: an upload larger than any notebook, read and dropped
 _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 
 
@@ -255,6 +256,9 @@ class Grader:
         self.judge.chmod(0o711)
         self.packages = {c: build_judge_package(self.judge / c, c, solutions, releases) for c in self.names}
         self.cell_timeout, self.total_timeout = cell_timeout, total_timeout
+        from autograder.diagnosis import table
+
+        self.diagnoses = table(self.names)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="check-worker")
         self.uids: queue.Queue[int] = queue.Queue()
         for k in range(workers):
@@ -270,7 +274,11 @@ class Grader:
                                cell_timeout=self.cell_timeout, total_timeout=self.total_timeout)
         finally:
             self.uids.put(uid)
+        from minibert_course.nbgrader_ext import diagnose
+
         answer = answer_from(plan, result)
+        failed = {t["name"] for t in answer["tests"] if not t["passed"]}
+        answer["diagnosis"] = [] if result.tampered else diagnose(self.diagnoses[chapter], failed)
         answer["seconds"] = round(result.seconds, 1)
         return answer
 
@@ -284,7 +292,7 @@ def grade_ids(nb: dict) -> set[str]:
     return ids
 
 
-def read_notebook(body: bytes, chapter: str, expected_ids: set[str]):
+def read_notebook(body: bytes, chapter: str, expected_ids: set[str], others: dict[str, set[str]] | None = None):
     """The submitted notebook, or Refused(400) saying what is wrong with it."""
     import nbformat
 
@@ -295,9 +303,10 @@ def read_notebook(body: bytes, chapter: str, expected_ids: set[str]):
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or not all(
             isinstance(c, dict) and isinstance(c.get("source", ""), (str, list)) for c in data["cells"]):
         raise Refused(400, "not a notebook file (no list of cells): send the .ipynb itself")
-    if expected_ids and not grade_ids(data) & expected_ids:
-        raise Refused(400, f"this notebook has none of {chapter}'s graded cells: is it the notebook of another "
-                           "chapter?")
+    ids = grade_ids(data)
+    other = next((c for c, theirs in (others or {}).items() if c != chapter and ids & theirs), None)
+    if other and not ids & expected_ids:  # no ids at all is graded: the cells are matched by their ids then
+        raise Refused(400, f"this is the notebook of {other}, not of {chapter}: check it as {other}")
     try:
         return nbformat.from_dict(data)
     except Exception as exc:  # noqa: BLE001 - any malformed notebook is the sender's to fix
@@ -308,22 +317,20 @@ def read_notebook(body: bytes, chapter: str, expected_ids: set[str]):
 
 
 class Service:
-    def __init__(self, course: Path, limits: Limits, workers: int = 2, grader: Grader | None = None):
+    def __init__(self, course: Path, limits: Limits, workers: int = 2, cell_timeout: int = 120,
+                 total_timeout: int = 900):
         self.folder = course / "check-service"
         self.store = Store(self.folder)
         self.limits = limits
-        self.grader = grader or Grader(self.folder, workers)
+        self.grader = Grader(self.folder, workers, cell_timeout, total_timeout)
         self.expected = {c: grade_ids(nb) for c, nb in self.grader.sources.items()}
 
     def submit(self, student: str, chapter: str, body: bytes, now: float | None = None) -> dict:
         now = _now() if now is None else now
         if chapter not in self.grader.names:
             raise Refused(404, f"no chapter {chapter!r}: one of {', '.join(self.grader.names)}")
-        if len(body) > self.limits.max_bytes:
-            raise Refused(413, f"the notebook is {len(body) / 2**20:.1f} MB (at most "
-                               f"{self.limits.max_bytes / 2**20:.1f} MB): clear its outputs (Edit > Clear Outputs of "
-                               "All Cells), save, and check again")
-        notebook = read_notebook(body, chapter, self.expected[chapter])
+        self.check_size(len(body))
+        notebook = read_notebook(body, chapter, self.expected[chapter], self.expected)
         attempt, left = self.store.admit(student, chapter, self.limits, now)
         path = self.folder / "submissions" / student / chapter / f"{attempt}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -332,6 +339,11 @@ class Service:
         self.grader.pool.submit(self._run, attempt, chapter, notebook)
         return {"attempt": attempt, "status": "queued", "chapter": chapter, "checks_left": left,
                 "poll": f"/api/attempts/{attempt}"}
+
+    def check_size(self, size: int) -> None:
+        if size > self.limits.max_bytes:
+            raise Refused(413, f"the notebook is {size / 2**20:.1f} MB (at most {self.limits.max_bytes / 2**20:.1f} "
+                               "MB): clear its outputs (Edit > Clear Outputs of All Cells), save, and check again")
 
     def _run(self, attempt: int, chapter: str, notebook) -> None:
         self.store.query("UPDATE attempts SET status = 'running', started = ? WHERE id = ?", _now(), attempt)
@@ -411,12 +423,26 @@ def make_app(service: Service):
                          "deadlines": {c: _when(limits.deadline_of(c)) for c in service.grader.names
                                        if limits.deadline_of(c)}})
 
+    @tornado.web.stream_request_body
     class Check(Base):
+        """The body is read as it comes: up to the size limit it is kept, beyond it counted and dropped, so that an
+        oversized notebook gets its 413 and message (a connection closed mid-upload would say nothing)."""
+
+        def prepare(self):
+            self.chunks, self.size = [], 0
+            self.request.connection.set_max_body_size(UPLOAD_CAP)
+
+        def data_received(self, chunk):
+            self.size += len(chunk)
+            if self.size <= service.limits.max_bytes:
+                self.chunks.append(chunk)
+
         async def post(self, chapter):
             try:
                 student, role = self.caller()
+                service.check_size(self.size)
                 reply = await asyncio.get_running_loop().run_in_executor(
-                    None, service.submit, student, chapter, self.request.body)
+                    None, service.submit, student, chapter, b"".join(self.chunks))
             except Refused as r:
                 return self.refuse(r)
             self.set_status(202)
@@ -515,6 +541,7 @@ def tokens_command(args) -> int:
         writer.writerow(["student", "token"])
         for student in [INSTRUCTOR, *students]:
             writer.writerow([student, known.get(student, "")])
+    out.chmod(0o600)
     print(f"{issued} new tokens ({len(students)} students on the roster); {out} lists them (instructor only: hand "
           "each student their own line)")
     return 0
@@ -547,7 +574,7 @@ def serve_command(args) -> int:
         else:
             default = parse_deadline(when)
     limits = Limits(args.attempts_per_hour, args.min_interval, args.max_bytes, default, deadlines)
-    service = Service(args.course, limits, args.workers)
+    service = Service(args.course, limits, args.workers, args.cell_timeout, args.total_timeout)
     unknown = sorted(set(deadlines) - set(service.grader.names))
     if unknown:
         raise SystemExit(f"--deadline for unknown chapters {unknown}: one of {service.grader.names}")
@@ -555,7 +582,7 @@ def serve_command(args) -> int:
         print("warning: no tokens yet: make check-tokens ROSTER=students.csv", file=sys.stderr)
     ssl = {"certfile": args.certfile, "keyfile": args.keyfile} if args.certfile else None
     server = tornado.httpserver.HTTPServer(make_app(service), xheaders=True, ssl_options=ssl,
-                                           max_body_size=limits.max_bytes + 2**20)
+                                           max_body_size=UPLOAD_CAP)
     sockets = tornado.netutil.bind_sockets(args.port, args.address)
     server.add_sockets(sockets)
     port = sockets[0].getsockname()[1]
@@ -576,6 +603,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--address", default="127.0.0.1", help="listen address (behind a proxy: keep 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="0: any free port (server.json says which)")
     p.add_argument("--workers", type=int, default=2, help="submissions graded at once")
+    p.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell, as make grade")
+    p.add_argument("--total-timeout", type=int, default=900, help="seconds per notebook, as make grade")
     p.add_argument("--attempts-per-hour", type=int, default=3)
     p.add_argument("--min-interval", type=float, default=60.0, help="seconds between two checks of a student")
     p.add_argument("--max-bytes", type=int, default=5 * 2**20)

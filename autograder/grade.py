@@ -219,6 +219,7 @@ def setup_course(course: Path, chapters: list[str]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / "notebooks" / path.name, path)
     write_mark_schemes(course, chapters)
+    write_diagnoses(course, chapters)
     (course / "judge").mkdir(exist_ok=True)
     (course / "judge").chmod(0o755)
     for name in chapters:
@@ -286,7 +287,21 @@ c.SealedExecute.uid = {uid}
 c.SealedExecute.judge_root = {judge!r}
 c.SealedExecute.cell_timeout = {cell_timeout}
 c.SealedExecute.total_timeout = {total_timeout}
+c.SealedExecute.diagnosis_file = {diagnosis!r}
 """
+
+
+def write_diagnoses(course: Path, chapters: list[str]) -> Path:
+    """COURSE/diagnoses.json: the catalogue's mistakes by signature (autograder/diagnosis.py), which the feedback
+    names; the instructor's only (0600), like the catalogue."""
+    from autograder.diagnosis import table
+
+    path = course / "diagnoses.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(table(chapters), f, indent=1, ensure_ascii=False)
+    path.chmod(0o600)
+    return path
 
 
 def make_shard(course: Path, shard: Path, subs: list[Submission], uid: int, cell_timeout: int,
@@ -296,7 +311,7 @@ def make_shard(course: Path, shard: Path, subs: list[Submission], uid: int, cell
     shard.chmod(0o700)
     config = (course / "nbgrader_config.py").read_text(encoding="utf-8")
     config += SHARD_CONFIG.format(uid=uid, judge=str(course / "judge"), cell_timeout=cell_timeout,
-                                  total_timeout=total_timeout)
+                                  total_timeout=total_timeout, diagnosis=str(course / "diagnoses.json"))
     (shard / "nbgrader_config.py").write_text(config, encoding="utf-8")
     for sub in ("source", "release"):
         shutil.copytree(course / sub, shard / sub)

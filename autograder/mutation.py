@@ -202,6 +202,12 @@ def document(lines: list[str]) -> str:
     return "\n".join(head + lines).rstrip("\n") + "\n"
 
 
+def signatures_of(mutants: list[Mutant], outcomes: dict[str, Outcome]) -> dict[str, list[str]]:
+    """{mutant name: the test cells it fails}: what autograder/diagnosis.py recognises a mistake by."""
+    return {m.name: sorted(outcomes[m.student].failed) for m in mutants
+            if m.student in outcomes and outcomes[m.student].score is not None}
+
+
 def verdict(chapter: str, mutants: list[Mutant], outcomes: dict[str, Outcome]) -> list[str]:
     problems = []
     control = outcomes.get(CONTROL)
@@ -231,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="parallel grading workers")
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "mutation")
     parser.add_argument("--table", type=Path, help="write the markdown table here")
+    parser.add_argument("--signatures", type=Path, help="write the mutants' signatures (autograder/diagnosis.py) "
+                                                         "here, keeping the chapters not run")
     args = parser.parse_args(argv)
     selected = args.chapter or chapters()
-    lines, problems = [], []
+    lines, problems, signatures = [], [], {}
     for chapter in selected:
         mutants = load_catalogue(chapter)
         start = time.perf_counter()
@@ -246,11 +254,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{chapter}: {time.perf_counter() - start:.0f} s", flush=True)
         lines += table(chapter, mutants, outcomes) + [""]
         problems += verdict(chapter, mutants, outcomes)
+        signatures[chapter] = signatures_of(mutants, outcomes)
     text = document(lines)
     print(text)
     if args.table:
         args.table.parent.mkdir(parents=True, exist_ok=True)
         args.table.write_text(text, encoding="utf-8")
+    if args.signatures:
+        from autograder.diagnosis import load_signatures, write_signatures
+
+        write_signatures({**load_signatures(args.signatures), **signatures}, args.signatures)
     if problems:
         print("PROBLEMS:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1

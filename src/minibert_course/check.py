@@ -60,6 +60,7 @@ def save_token(token: str) -> Path:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(config, f, indent=1)
+    path.chmod(0o600)  # a file that was there keeps its mode through os.open: the token is the student's only
     return path
 
 
@@ -115,7 +116,7 @@ def check_notebook(path: str | Path, chapter: str | None = None, poll: float = 1
 
 
 def describe(answer: dict) -> str:
-    """The answer as text: one line per test, then the score and the checks left."""
+    """The answer as text: one line per test, the diagnosis, then the score and the checks left."""
     if answer.get("status") == "error":
         return answer.get("error", "the service could not grade this check; it is not counted")
     lines = [f"{answer['chapter']}, check {answer['attempt']} ({answer['submitted']}):"]
@@ -125,6 +126,10 @@ def describe(answer: dict) -> str:
         lines.append(f"  {mark:6}  {t['name']} ({t['points']:g} pt, {kind})")
         if not t["passed"] and t.get("message"):
             lines += [f"          {line}" for line in t["message"].splitlines()]
+    if answer.get("diagnosis"):  # the failing tests are those of a catalogued mistake (or several alike)
+        lines.append("  this looks like " + ("a mistake" if len(answer["diagnosis"]) == 1 else "one of these "
+                                            "mistakes") + " from the course's catalogue:")
+        lines += [f"    - {why}" for why in answer["diagnosis"]]
     if answer.get("flagged"):
         lines.append(f"  {answer['flagged']}")
     lines.append(f"score {answer['score']:g} / {answer['max_score']:g}; checks left this hour: "

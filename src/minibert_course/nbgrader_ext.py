@@ -138,6 +138,20 @@ def failure_text(source: str, out: dict) -> str:
             "check your answer against the visible tests and the task text.\n")
 
 
+def diagnose(entries: list[dict], failed: set[str]) -> list[str]:
+    """The catalogued mistakes (autograder/diagnosis.py: `entries` = [{"failed": [...], "mistakes": [...]}] of one
+    chapter) whose failing tests are exactly `failed`; none when nothing failed."""
+    failed = set(failed)
+    return [m for e in entries if failed and set(e["failed"]) == failed for m in e["mistakes"]]
+
+
+def diagnosis_text(mistakes: list[str]) -> str:
+    if len(mistakes) == 1:
+        return f"Diagnosis: this looks like a mistake from the course's catalogue: {mistakes[0]}\n"
+    return ("Diagnosis: this looks like one of these mistakes from the course's catalogue:\n"
+            + "".join(f"- {m}\n" for m in mistakes))
+
+
 class HideTestTracebacks(NbGraderPreprocessor):  # NbGraderPreprocessor: enabled by default
     """In feedback, a failing test cell shows `failure_text` of its error instead of the error. Runs before
     ClearHiddenTests, while the markers are still there."""
@@ -213,6 +227,8 @@ class SealedExecute(NbGraderPreprocessor):
     release_root = Unicode("release", help="released notebooks (nbgrader's cell metadata)").tag(config=True)
     judge_root = Unicode("judge", help="judge packages: JUDGE/<assignment>/").tag(config=True)
     report_root = Unicode("judge-reports", help="one JSON report per graded notebook").tag(config=True)
+    diagnosis_file = Unicode("", help="the catalogue's diagnoses (autograder/diagnosis.py), JSON; empty: none"
+                             ).tag(config=True)
 
     def preprocess(self, nb, resources):
         import copy
@@ -258,11 +274,20 @@ class SealedExecute(NbGraderPreprocessor):
                 elif ran is not None:
                     cell.outputs = [nbformat.from_dict(o) for o in plain_outputs(graded_outputs(ran))]
             cells.append(cell)
+        failed = [c for c in result.cells if c.kind == "test" and not c.passed]
+        entries = {}
+        if self.diagnosis_file and Path(self.diagnosis_file).exists():
+            entries = json.loads(Path(self.diagnosis_file).read_text(encoding="utf-8"))
+        mistakes = [] if result.tampered else diagnose(entries.get(assignment, []), {c.grade_id for c in failed})
+        if mistakes:  # under the first failing test: the feedback shows it there
+            cells[failed[0].index].outputs.append(nbformat.v4.new_output("stream", name="stdout",
+                                                                         text=diagnosis_text(mistakes)))
         nb.cells = cells
         report = {"student": student, "assignment": assignment, "notebook": notebook, "seconds": result.seconds,
                   "flags": result.flags, "review": result.review, "problems": result.problems,
                   "sandbox": result.sandbox,
                   "tests": {c.grade_id: c.passed for c in result.cells if c.kind == "test"},
+                  "diagnosis": mistakes,
                   "slowest_cells": [[c.index, c.kind, c.grade_id, c.seconds] for c in
                                     sorted(result.cells, key=lambda c: -c.seconds)[:5]]}
         out = Path(self.report_root) / assignment
