@@ -24,7 +24,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release check-sync student-kit grade formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check gpu-rehearsal masking-rates lint clean
+.PHONY: lab test release check-sync student-kit grade check-service check-tokens formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check gpu-rehearsal masking-rates lint clean
 
 $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -57,6 +57,12 @@ student-kit: $(STAMP)  ## release notebooks + the package with every solution re
 
 grade: $(STAMP)  ## nbgrader: generate, autograde (sealed, JOBS workers), feedback, in a course folder outside the repo
 	$(BIN)/python -m autograder.grade --course $(COURSE) --submissions $(SUBMISSIONS) --jobs $(JOBS) $(GRADE_ARGS)
+
+check-service: $(STAMP)  ## the checking service for COURSE: students run the hidden tests, rate-limited (CHECK_ARGS: --port, --deadline, ...)
+	$(BIN)/python -m autograder.check_service serve --course $(COURSE) $(CHECK_ARGS)
+
+check-tokens: $(STAMP)  ## one token per student of ROSTER (a CSV) for COURSE's checking service: COURSE/check-service/tokens.csv
+	$(BIN)/python -m autograder.check_service tokens --course $(COURSE) --roster $(ROSTER)
 
 formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for the manually graded answers
 	@# a config folder of its own: the student lab's config turns the formgrader off; this one is only quiet

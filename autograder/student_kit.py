@@ -10,7 +10,9 @@ the student to run (`make pretrain`, `finetune-compare`, `bench`, `gpu-check`, `
 commands, on the student's package). A `.minibert-kit` marker tells the notebooks' export cells to write the
 student's code into the kit's own package.
 
-Usage: python -m autograder.student_kit KIT_DIR [--force]
+Usage: python -m autograder.student_kit KIT_DIR [--force] [--check-url=URL]
+
+--check-url writes course-check.json with the address of the course's checking service (make check-service).
 
 A kit folder that exists already holds a student's work (notebooks, exported code, their own files): it is never
 deleted. Without --force the build refuses; with --force the old kit is moved aside to KIT_DIR.old-N first.
@@ -18,6 +20,7 @@ deleted. Without --force the build refuses; with --force the old kit is moved as
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -139,6 +142,13 @@ kernel keeps the code it imported. If you forget, the error says so.
 - Validate a chapter as the grader will: the **Validate** button of the notebook toolbar, or from this folder
   `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`. It reports failing tests (hidden tests are added only
   when your instructor grades).
+- Where your instructor runs the course's checking service, you can run the hidden tests too, without seeing them, a
+  few times per chapter per hour until the deadline: once, `.venv/bin/python -m minibert_course.check --token TOKEN`
+  with the token your instructor gave you (kept in `course-check.json`, which also holds the service's address);
+  then, after saving a notebook, `.venv/bin/python -m minibert_course.check notebooks/04_masking.ipynb`. It answers
+  per test passed or failed (the message of a failing visible test; of a hidden test only that it failed), names
+  the mistake when your failing tests are those of a known wrong implementation, and says your score and the
+  checks you have left. Keep your token to yourself: it is how the service knows your attempts.
 
 ## Submit
 
@@ -199,7 +209,7 @@ def chapter_table() -> str:
     return "\n".join(lines)
 
 
-def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
+def build_kit(kit: Path, root: Path = ROOT, force: bool = False, check_url: str | None = None) -> Path:
     """Write a fresh kit into `kit`. An existing kit is moved aside (`force`) or the build refuses: never deleted."""
     kit = kit.resolve()
     if kit.exists():
@@ -240,14 +250,19 @@ def build_kit(kit: Path, root: Path = ROOT, force: bool = False) -> Path:
     for name in ("helpers.py", *PACKAGE_TESTS):  # the tests that need only the package (no notebooks, no nbgrader)
         shutil.copy2(root / "tests" / name, kit / "tests" / name)
     (kit / "tests" / "conftest.py").write_text(KIT_CONFTEST, encoding="utf-8")
-    (kit / ".gitignore").write_text(".venv/\nbuild/\nruns/\n__pycache__/\n*.egg-info/\n", encoding="utf-8")
+    (kit / ".gitignore").write_text(".venv/\nbuild/\nruns/\n__pycache__/\n*.egg-info/\ncourse-check.json\n",
+                                    encoding="utf-8")
+    if check_url:  # the course's checking service (make check-service); each student adds their token
+        (kit / "course-check.json").write_text(json.dumps({"url": check_url}, indent=1) + "\n", encoding="utf-8")
     (kit / KIT_MARKER).write_text("exports from notebooks/ go into src/minibert of this kit\n", encoding="utf-8")
     return kit
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    folders = [a for a in args if a != "--force"]
+    urls = [a.split("=", 1)[1] for a in args if a.startswith("--check-url=")]
+    folders = [a for a in args if a != "--force" and not a.startswith("--check-url=")]
     if len(folders) != 1 or folders[0].startswith("-"):
         raise SystemExit(__doc__)
-    print(f"student kit written to {build_kit(Path(folders[0]), force='--force' in args)}")
+    kit = build_kit(Path(folders[0]), force="--force" in args, check_url=urls[-1] if urls else None)
+    print(f"student kit written to {kit}")

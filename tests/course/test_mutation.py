@@ -40,3 +40,41 @@ def test_the_table_in_the_docs_is_the_one_this_run_produces(graded_class):
     (ROOT / "build" / "mutation.md").write_text(fresh, encoding="utf-8")
     assert docs.exists() and docs.read_text(encoding="utf-8") == fresh, (
         "docs/mutation.md is not the table this run produced: run `make mutation` (or copy build/mutation.md)")
+
+
+def test_the_signatures_are_the_ones_this_run_produces(graded_class):
+    """autograder/mutants/signatures.json (what the diagnosis recognises a mistake by) is what this run graded."""
+    mutation = _autograder("mutation")
+    fresh = {}
+    for chapter in CHAPTERS:
+        _, got = outcomes(graded_class, chapter)
+        fresh[chapter] = mutation.signatures_of(mutation.load_catalogue(chapter), got)
+    assert _autograder("diagnosis").load_signatures() == fresh, (
+        "autograder/mutants/signatures.json is not what this run produced: run `make mutation`")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_feedback_names_each_mutants_mistake_and_none_for_the_control(graded_class, chapter):
+    """Each mutant's judge report and feedback page name its own mistake (with the others of the same signature);
+    the control's name none."""
+    import html
+    import json
+
+    mutation = _autograder("mutation")
+    course = graded_class.course
+    problems = []
+    for student, (kind, m) in graded_class.students.items():
+        if kind != "mutant" or m.chapter != chapter:
+            continue
+        report = json.loads((course / "judge-reports" / chapter / f"{student}.json").read_text(encoding="utf-8"))
+        if m.why not in report["diagnosis"]:
+            problems.append(f"{m.name}: the diagnosis {report['diagnosis']} does not name it")
+        page = html.unescape((course / "feedback" / student / chapter / f"{chapter}.html").read_text(
+            encoding="utf-8"))
+        if "Diagnosis: this looks like" not in page or m.why not in page:
+            problems.append(f"{m.name}: the feedback page does not name it")
+    control = json.loads((course / "judge-reports" / chapter / f"{mutation.CONTROL}.json").read_text(
+        encoding="utf-8"))
+    if control["diagnosis"]:
+        problems.append(f"the control is diagnosed: {control['diagnosis']}")
+    assert not problems, "\n".join(problems[:10])
