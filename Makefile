@@ -37,6 +37,11 @@ $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 	  (apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null 2>&1 || \
 	   (apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap) >/dev/null 2>&1); } || \
 	  echo "bubblewrap not installed: make grade will run submissions without filesystem isolation (apt-get install bubblewrap)"
+	@# the checking service's queue across machines is Redis (Debian's redis-server); best effort when root
+	@command -v redis-server >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get install -y -qq --no-install-recommends redis-server >/dev/null 2>&1 || \
+	   (apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server) >/dev/null 2>&1); } || \
+	  echo "redis-server not installed: make check-service runs its local workers only (apt-get install redis-server)"
 	touch $(STAMP)
 
 lab: $(STAMP)  ## open JupyterLab on the course notebooks

@@ -3,6 +3,8 @@
     python -m autograder.check_service tokens --course DIR --roster students.csv     # make check-tokens
     python -m autograder.check_service serve --course DIR [--port 8765] [--workers 2]  # make check-service
     python -m autograder.check_service attempts --course DIR [--student S]            # the instructor's view
+    python -m autograder.check_service serve --course DIR --redis redis://host:6379/0  # a class: a queue, and
+    python -m autograder.check_service worker --redis redis://host:6379/0             # workers on any machines
 
 A submission is graded by the sealed pipeline of `make grade` (`minibert_course.sealed`: the instructor's notebook
 with the student's answers, the answers in the sandboxed worker, the tests in the checker, the judge package of
@@ -15,6 +17,11 @@ again: checks per student per chapter per hour (`--attempts-per-hour`, default 3
 student's checks (`--min-interval`), one check in flight per student, a size limit (`--max-bytes`) and deadlines
 (`--deadline 2026-12-20T23:59+01:00` for every chapter, `--deadline 04_masking=...` for one). A check that the
 service itself failed to run (its error, not the submission's) is not counted and says so.
+
+Checks are graded by a pool of `--workers` threads of the service (nothing to install), or, with `--redis`, put
+on a Redis queue (RQ) and graded by `worker` processes started on as many machines as the class needs (each with
+this repository and the course environment; each builds its own judge packages). A check still waiting when the
+service stops is answered as not counted when it starts again: no attempt is lost.
 
 State, under DIR/check-service/ (mode 0700, the instructor's): state.sqlite (tokens as SHA-256 hashes, attempts
 and their answers), submissions/<student>/<chapter>/<attempt>.ipynb, judge/ (the chapter packages), server.json
@@ -242,7 +249,8 @@ def answer_from(plan, result) -> dict:
 class Grader:
     """The chapters' source notebooks and judge packages, and a pool of workers that grade with them."""
 
-    def __init__(self, folder: Path, workers: int, cell_timeout: int = 120, total_timeout: int = 900):
+    def __init__(self, folder: Path, workers: int, cell_timeout: int = 120, total_timeout: int = 900,
+                 uid_base: int = UID_BASE):
         import nbformat
 
         from minibert_course.sealed import build_judge_package
@@ -259,10 +267,10 @@ class Grader:
         from autograder.diagnosis import table
 
         self.diagnoses = table(self.names)
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="check-worker")
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="check-worker") if workers else None
         self.uids: queue.Queue[int] = queue.Queue()
-        for k in range(workers):
-            self.uids.put(UID_BASE + k)
+        for k in range(max(workers, 1)):
+            self.uids.put(uid_base + k)
 
     def grade(self, chapter: str, notebook) -> dict:
         from minibert_course.sealed import Sandbox, plan_submission, run_cells
@@ -283,6 +291,22 @@ class Grader:
         return answer
 
 
+QUEUE_NAME = "minibert-check"
+_WORKER_GRADER: Grader | None = None  # set by `worker` before it starts: the jobs' forks inherit it
+
+
+def grade_job(chapter: str, notebook_text: str) -> dict:
+    """A check on a queue worker (`python -m autograder.check_service worker --redis URL`): the same grading."""
+    import nbformat
+
+    if _WORKER_GRADER is None:
+        raise RuntimeError("grade_job runs in `python -m autograder.check_service worker`, which prepares the grader")
+    answer = _WORKER_GRADER.grade(chapter, nbformat.reads(notebook_text, as_version=4))
+    print(f"graded a check of {chapter}: {answer['score']:g}/{answer['max_score']:g} in {answer['seconds']} s",
+          flush=True)
+    return answer
+
+
 def grade_ids(nb: dict) -> set[str]:
     ids = set()
     for cell in nb.get("cells", []):
@@ -290,6 +314,12 @@ def grade_ids(nb: dict) -> set[str]:
         if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
             ids.add(meta["grade_id"])
     return ids
+
+
+def nbformat_text(notebook) -> str:
+    import nbformat
+
+    return nbformat.writes(notebook)
 
 
 def read_notebook(body: bytes, chapter: str, expected_ids: set[str], others: dict[str, set[str]] | None = None):
@@ -318,11 +348,23 @@ def read_notebook(body: bytes, chapter: str, expected_ids: set[str], others: dic
 
 class Service:
     def __init__(self, course: Path, limits: Limits, workers: int = 2, cell_timeout: int = 120,
-                 total_timeout: int = 900):
+                 total_timeout: int = 900, redis_url: str | None = None):
         self.folder = course / "check-service"
         self.store = Store(self.folder)
         self.limits = limits
-        self.grader = Grader(self.folder, workers, cell_timeout, total_timeout)
+        self.grader = Grader(self.folder, 0 if redis_url else workers, cell_timeout, total_timeout)
+        self.queue, self.jobs = None, {}  # with Redis: the queue, and attempt -> its job while it is not answered
+        if redis_url:
+            from redis import Redis
+            from rq import Queue
+
+            self.queue = Queue(QUEUE_NAME, connection=Redis.from_url(redis_url))
+            self.queue.connection.ping()  # fails now, with the address, rather than at the first check
+            threading.Thread(target=self._watch, daemon=True, name="check-watcher").start()
+        interrupted = self.store.query("SELECT id FROM attempts WHERE status IN ('queued', 'running')")
+        for (attempt,) in interrupted:  # the service stopped while they waited: answered, and not counted
+            self._finish(attempt, "error", {"error": "the service was restarted before this check was graded; it "
+                                                     "is not counted: check again"})
         self.expected = {c: grade_ids(nb) for c, nb in self.grader.sources.items()}
 
     def submit(self, student: str, chapter: str, body: bytes, now: float | None = None) -> dict:
@@ -336,7 +378,20 @@ class Service:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(body)
         self.store.query("UPDATE attempts SET path = ? WHERE id = ?", str(path), attempt)
-        self.grader.pool.submit(self._run, attempt, chapter, notebook)
+        if self.queue is not None:
+            try:  # by name: the workers import it (this process may be __main__)
+                job = self.queue.enqueue("autograder.check_service.grade_job", chapter, nbformat_text(notebook),
+                                         job_timeout=self.grader.total_timeout + 300, result_ttl=3600,
+                                         failure_ttl=86400, description=f"attempt {attempt}")
+            except Exception as exc:  # noqa: BLE001 - the queue is away: answered now, and not counted
+                print(f"attempt {attempt}: {exc!r}", file=sys.stderr, flush=True)
+                self._finish(attempt, "error", {"error": "the queue could not take this check"})
+                raise Refused(503, "the checking service's queue is not reachable: this check is not counted; try "
+                                   "again later, or tell your instructor") from None
+            with self.store.lock:
+                self.jobs[attempt] = job
+        else:
+            self.grader.pool.submit(self._run, attempt, chapter, notebook)
         return {"attempt": attempt, "status": "queued", "chapter": chapter, "checks_left": left,
                 "poll": f"/api/attempts/{attempt}"}
 
@@ -355,9 +410,42 @@ class Service:
                                "counted: try again, or tell your instructor"}
             status = "error"
             print(f"attempt {attempt}: {exc!r}", file=sys.stderr, flush=True)
+        self._finish(attempt, status, answer)
+
+    def _finish(self, attempt: int, status: str, answer: dict) -> None:
         self.store.query("UPDATE attempts SET status = ?, finished = ?, score = ?, max_score = ?, answer = ? "
                          "WHERE id = ?", status, _now(), answer.get("score"), answer.get("max_score"),
                          json.dumps(answer), attempt)
+
+    def _watch(self) -> None:
+        """With Redis: collect the answers of the queue's workers as their jobs finish."""
+        from rq.job import JobStatus
+
+        while True:
+            with self.store.lock:
+                pending = list(self.jobs.items())
+            for attempt, job in pending:
+                try:
+                    status = job.get_status(refresh=True)
+                    if status == JobStatus.STARTED:
+                        self.store.query("UPDATE attempts SET status = 'running', started = COALESCE(started, ?) "
+                                         "WHERE id = ?", _now(), attempt)
+                        continue
+                    if status == JobStatus.FINISHED:
+                        self._finish(attempt, "done", job.return_value())
+                    elif status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED) or status is None:
+                        print(f"attempt {attempt}: job {job.id} {status}", file=sys.stderr, flush=True)
+                        self._finish(attempt, "error", {"error": "the service could not grade this check (its "
+                                                                 "worker failed); it is not counted: try again, or "
+                                                                 "tell your instructor"})
+                    else:
+                        continue
+                except Exception as exc:  # noqa: BLE001 - Redis away for a moment: the job is asked again
+                    print(f"attempt {attempt}: {exc!r}", file=sys.stderr, flush=True)
+                    continue
+                with self.store.lock:
+                    self.jobs.pop(attempt, None)
+            time.sleep(0.2)
 
     def view(self, attempt: dict, now: float | None = None) -> dict:
         """An attempt as its student sees it."""
@@ -574,7 +662,7 @@ def serve_command(args) -> int:
         else:
             default = parse_deadline(when)
     limits = Limits(args.attempts_per_hour, args.min_interval, args.max_bytes, default, deadlines)
-    service = Service(args.course, limits, args.workers, args.cell_timeout, args.total_timeout)
+    service = Service(args.course, limits, args.workers, args.cell_timeout, args.total_timeout, args.redis)
     unknown = sorted(set(deadlines) - set(service.grader.names))
     if unknown:
         raise SystemExit(f"--deadline for unknown chapters {unknown}: one of {service.grader.names}")
@@ -589,9 +677,32 @@ def serve_command(args) -> int:
     scheme = "https" if ssl else "http"
     info = {"url": f"{scheme}://{args.address}:{port}", "pid": os.getpid()}
     (service.folder / "server.json").write_text(json.dumps(info), encoding="utf-8")
-    print(f"checking service on {info['url']} ({args.workers} workers; {limits.attempts_per_hour} checks per student "
+    workers = f"the workers of the queue at {args.redis}" if args.redis else f"{args.workers} workers"
+    print(f"checking service on {info['url']} ({workers}; {limits.attempts_per_hour} checks per student "
           f"per chapter per hour, {limits.min_interval:g} s apart); state in {service.folder}", flush=True)
     tornado.ioloop.IOLoop.current().start()
+    return 0
+
+
+def worker_command(args) -> int:
+    """A worker on this machine for a service started with --redis: prepares the chapters, then takes checks from
+    the queue until stopped (Ctrl+C or SIGTERM let the check in hand finish)."""
+    import socket
+
+    from redis import Redis
+    from rq import Queue, Worker
+
+    import autograder.check_service as this  # the module the queue's jobs import, not __main__
+
+    folder = args.work.resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o711)
+    this._WORKER_GRADER = Grader(folder, 0, args.cell_timeout, args.total_timeout, uid_base=args.uid_base)
+    connection = Redis.from_url(args.redis)
+    name = f"{socket.gethostname()}-{os.getpid()}"
+    worker = Worker([Queue(QUEUE_NAME, connection=connection)], connection=connection, name=name)
+    print(f"check worker {name} on {args.redis}, queue {QUEUE_NAME}", flush=True)
+    worker.work(burst=args.burst, logging_level="WARNING")
     return 0
 
 
@@ -602,7 +713,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--course", type=Path, required=True)
     p.add_argument("--address", default="127.0.0.1", help="listen address (behind a proxy: keep 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="0: any free port (server.json says which)")
-    p.add_argument("--workers", type=int, default=2, help="submissions graded at once")
+    p.add_argument("--workers", type=int, default=2, help="submissions graded at once (without --redis)")
+    p.add_argument("--redis", help="a Redis URL (redis://host:6379/0): checks go to its queue, graded by "
+                                   "`worker` processes on any machine, instead of this process's workers")
     p.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell, as make grade")
     p.add_argument("--total-timeout", type=int, default=900, help="seconds per notebook, as make grade")
     p.add_argument("--attempts-per-hour", type=int, default=3)
@@ -613,6 +726,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--certfile", help="serve HTTPS with this certificate (else put it behind an HTTPS proxy)")
     p.add_argument("--keyfile")
     p.set_defaults(run=serve_command)
+    p = sub.add_parser("worker", help="grade the checks of a --redis service's queue, on this machine")
+    p.add_argument("--redis", required=True, help="the service's Redis URL")
+    p.add_argument("--work", type=Path, default=ROOT / "build" / "check-worker", help="the judge packages")
+    p.add_argument("--cell-timeout", type=int, default=120)
+    p.add_argument("--total-timeout", type=int, default=900)
+    p.add_argument("--uid-base", type=int, default=UID_BASE + 100, help="sandbox uids from here")
+    p.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    p.set_defaults(run=worker_command, course=None)
     p = sub.add_parser("tokens", help="one token per student of a roster (kept when run again)")
     p.add_argument("--course", type=Path, required=True)
     p.add_argument("--roster", type=Path, required=True)
@@ -624,6 +745,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=attempts_command)
     args = parser.parse_args(argv)
+    if args.course is None:
+        return args.run(args)
     args.course = args.course.resolve()
     if args.course == ROOT or args.course.is_relative_to(ROOT / "solutions"):
         raise SystemExit(f"keep the course folder outside the source tree, not {args.course}")

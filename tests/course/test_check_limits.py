@@ -84,3 +84,14 @@ def test_a_kit_built_for_a_service_knows_its_address_and_asks_for_the_token(tmp_
     run = subprocess.run([sys.executable, "-m", "minibert_course.check", "notebooks/04_masking.ipynb"], cwd=kit,
                          env=env, capture_output=True, text=True)
     assert run.returncode == 2 and "No token" in run.stderr and "--token" in run.stderr, run
+
+
+def test_a_check_waiting_when_the_service_stopped_is_answered_and_not_counted(tmp_path):
+    course = tmp_path / "course"
+    store, limits = cs.Store(course / "check-service"), cs.Limits(attempts_per_hour=1, min_interval=0)
+    waiting, _ = store.admit("eve", "04_masking", limits, cs._now())
+    store.db.close()
+    service = cs.Service(course, limits, workers=1)  # started again
+    attempt = service.store.attempt(waiting)
+    assert attempt["status"] == "error" and "not counted" in attempt["answer"]["error"]
+    assert service.store.left("eve", "04_masking", limits, cs._now()) == 1
