@@ -233,6 +233,8 @@ def answer_from(plan, result) -> dict:
             if errors:
                 text = failure_text(cell.source, errors[0]).strip()
                 visible = errors[0].get("ename") in GRADER_ERRORS or "a visible test failed" in text
+                if errors[0].get("ename") in GRADER_ERRORS:  # its first line: "the checker failed: <stderr>" stays
+                    text = text.split("\n", 1)[0][:300]  # with the instructor (the attempt's problems)
                 entry["message"] = text[:1000] if visible else "a hidden test failed"
             else:
                 entry["message"] = "not run" if ran is None else "failed"
@@ -452,8 +454,10 @@ class Service:
         now = _now() if now is None else now
         out = {k: attempt[k] for k in ("attempt", "chapter", "status", "score", "max_score")}
         out["submitted"] = _when(attempt["created"])
-        if attempt["answer"]:
-            out.update(attempt["answer"])
+        if attempt["answer"]:  # the grader's problems are the instructor's to read (`attempts`, the database)
+            out.update({k: v for k, v in attempt["answer"].items() if k != "problems"})
+            if attempt["answer"].get("problems"):
+                out["note"] = "the grader noted a problem with this run; your instructor can see it"
         out["checks_left"] = self.store.left(attempt["student"], attempt["chapter"], self.limits, now)
         deadline = self.limits.deadline_of(attempt["chapter"])
         out["deadline"] = _when(deadline) if deadline else None

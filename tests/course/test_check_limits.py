@@ -95,3 +95,35 @@ def test_a_check_waiting_when_the_service_stopped_is_answered_and_not_counted(tm
     attempt = service.store.attempt(waiting)
     assert attempt["status"] == "error" and "not counted" in attempt["answer"]["error"]
     assert service.store.left("eve", "04_masking", limits, cs._now()) == 1
+
+
+def test_an_answer_keeps_the_graders_problems_and_its_second_lines_for_the_instructor(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    from minibert_course.sealed import CellResult, Plan, PlannedCell, RunResult
+
+    hidden = "x = 1\n### BEGIN HIDDEN TESTS\nassert secret_case()\n### END HIDDEN TESTS\n"
+    plan = Plan([PlannedCell("test", hidden, grade_id="t-hidden", points=2.0),
+                 PlannedCell("test", "assert f(2) == 4, 'f(2) must be 4'\n", grade_id="t-visible", points=1.0),
+                 PlannedCell("test", hidden, grade_id="t-lost", points=1.0)])
+    hidden_error = {"output_type": "error", "ename": "AssertionError", "evalue": "secret_case failed",
+                    "traceback": ['File "<cell>", line 3, in <module>']}
+    visible_error = {"output_type": "error", "ename": "AssertionError", "evalue": "f(2) must be 4",
+                     "traceback": ['File "<cell>", line 1, in <module>']}
+    lost = {"output_type": "error", "ename": "NotRun", "evalue": "the checker failed (exit code 1):\nTraceback ...",
+            "traceback": []}
+    result = RunResult([CellResult(0, "test", "t-hidden", False, [hidden_error]),
+                        CellResult(1, "test", "t-visible", False, [visible_error]),
+                        CellResult(2, "test", "t-lost", False, [lost])], problems=["the checker failed: stderr"])
+    answer = cs.answer_from(plan, result)
+    messages = {t["name"]: t["message"] for t in answer["tests"]}
+    assert messages["t-hidden"] == "a hidden test failed" and "secret" not in str(answer["tests"])
+    assert messages["t-visible"].startswith("AssertionError: f(2) must be 4")
+    assert messages["t-lost"] == "NotRun: the checker failed (exit code 1):"
+    assert answer["score"] == 0 and answer["max_score"] == 4
+    store = cs.Store(tmp_path / "s")
+    attempt, _ = store.admit("fay", "04_masking", cs.Limits(), 0.0)
+    store.query("UPDATE attempts SET status = 'done', answer = ? WHERE id = ?", json.dumps(answer), attempt)
+    view = cs.Service.view(SimpleNamespace(store=store, limits=cs.Limits()), store.attempt(attempt))
+    assert answer["problems"] and "stderr" not in json.dumps(view) and "problem" in view["note"]
