@@ -24,7 +24,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release check-sync student-kit grade check-service check-tokens formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check gpu-rehearsal masking-rates lint clean
+.PHONY: lab labextension test release check-sync student-kit grade check-service check-tokens formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check gpu-rehearsal masking-rates lint clean
 
 $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -47,6 +47,15 @@ $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 lab: $(STAMP)  ## open JupyterLab on the course notebooks
 	$(BIN)/python -m minibert_course.labconfig $(JUPYTER_CONFIG_DIR)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks $(ALLOW_ROOT) $(LAB_ARGS)
+
+# The Check button (labextension/, plain JavaScript) ships prebuilt in src/minibert_course/labextension/, so no lab
+# needs node. After editing labextension/, rebuild it (node and npm; the npm registry, once) and commit the result.
+labextension: $(STAMP)  ## rebuild the Check button's JupyterLab extension from labextension/
+	cd labextension && npm ci --no-audit --no-fund
+	cd labextension && node node_modules/@jupyterlab/builder/lib/build-labextension.js --core-path \
+	  "$$($(abspath $(BIN))/python -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging"))')" .
+	cd labextension && sha256sum index.js style.css package.json package-lock.json \
+	  > ../src/minibert_course/labextension/minibert-check/source.sha256
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

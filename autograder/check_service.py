@@ -492,7 +492,7 @@ def make_app(service: Service):
             who = service.store.who(token)
             if who is None:
                 raise Refused(401, "no valid token: set the one your instructor gave you (see the course README, "
-                                   "'Checking your work')")
+                                   "'Check your work')")
             if role and who[1] != role:
                 raise Refused(403, "this needs the instructor's token")
             return who

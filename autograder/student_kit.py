@@ -145,7 +145,9 @@ kernel keeps the code it imported. If you forget, the error says so.
 - Where your instructor runs the course's checking service, you can run the hidden tests too, without seeing them, a
   few times per chapter per hour until the deadline: once, `.venv/bin/python -m minibert_course.check --token TOKEN`
   with the token your instructor gave you (kept in `course-check.json`, which also holds the service's address);
-  then, after saving a notebook, `.venv/bin/python -m minibert_course.check notebooks/04_masking.ipynb`. It answers
+  then the **Check** button of the notebook toolbar (it saves the notebook first and shows the answer in a "Course
+  check" panel on the right), or from this folder `.venv/bin/python -m minibert_course.check
+  notebooks/04_masking.ipynb`. Without a service, `make lab` says so in one line and the button shows it. It answers
   per test passed or failed (the message of a failing visible test; of a hidden test only that it failed), names
   the mistake when your failing tests are those of a known wrong implementation, and says your score and the
   checks you have left. Keep your token to yourself: it is how the service knows your attempts.

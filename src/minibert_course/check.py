@@ -27,7 +27,7 @@ from pathlib import Path
 
 CONFIG_NAME = "course-check.json"
 NOT_CONFIGURED = ("No checking service is configured for this course: your instructor gives its address and your "
-                  "token (see the README, 'Checking your work'); until then, run the visible tests in the notebook.")
+                  "token (see the README, 'Check your work'); until then, run the visible tests in the notebook.")
 
 
 class CheckError(Exception):

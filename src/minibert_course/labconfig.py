@@ -6,6 +6,10 @@ lab and complain that there is no nbgrader_config.py: those are instructor pages
 not use). `make formgrader` runs with a config folder of its own, where every nbgrader tool is on
 (`make formgrader` runs `python -m minibert_course.labconfig --instructor FOLDER` first).
 
+The student's lab also gets the course's "Check" button (the prebuilt lab extension in `labextension/minibert-check`
+and its server side, `minibert_course.lab_check`), and `make lab` prints one line on the checking service: where
+checks go, or why there is none (no address or no token yet) and what to do.
+
 Both labs are quiet: JupyterLab 4 would ask "Would you like to get notified about official Jupyter news?" and then
 fetch news and check for updates on the internet. Its announcements plugin is off, and its settings say never.
 """
@@ -24,6 +28,8 @@ LAB_OFF = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list", "@ju
            "@jupyter/nbgrader:assignment-list")
 # JupyterLab 4's news prompt, news feed and update check (jupyterlab 4.x, @jupyterlab/apputils-extension)
 NEWS_OFF = ("@jupyterlab/apputils-extension:announcements",)
+CHECK_SERVER = "minibert_course.lab_check"
+LABEXTENSIONS = Path(__file__).resolve().parent / "labextension"  # the Check button, prebuilt (labextension/)
 QUIET_SETTINGS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
 
 
@@ -54,11 +60,20 @@ def write_quiet_config(folder: str | Path, also_off: tuple[str, ...] = ()) -> No
     _update(folder / "labconfig" / "default_setting_overrides.json", _merge_settings)
 
 
+def _student_server(data: dict) -> None:
+    extensions = data.setdefault("ServerApp", {}).setdefault("jpserver_extensions", {})
+    extensions.update(dict.fromkeys(SERVER_OFF, False))
+    extensions[CHECK_SERVER] = True
+    paths = data.setdefault("LabApp", {}).setdefault("extra_labextensions_path", [])
+    if str(LABEXTENSIONS) not in paths:
+        paths.append(str(LABEXTENSIONS))
+
+
 def write_student_config(folder: str | Path) -> None:
-    """Turn the instructor's nbgrader tools off in the Jupyter config folder `folder` (server and lab sides)."""
+    """Turn the instructor's nbgrader tools off in the Jupyter config folder `folder` (server and lab sides), and
+    the course's Check button on."""
     folder = Path(folder)
-    _update(folder / "jupyter_server_config.json", lambda d: d.setdefault("ServerApp", {}).setdefault(
-        "jpserver_extensions", {}).update(dict.fromkeys(SERVER_OFF, False)))
+    _update(folder / "jupyter_server_config.json", _student_server)
     write_quiet_config(folder, also_off=LAB_OFF)
 
 
@@ -74,4 +89,10 @@ if __name__ == "__main__":
         args = args[1:]
     if len(args) != 1:
         raise SystemExit("usage: python -m minibert_course.labconfig [--instructor] JUPYTER_CONFIG_DIR")
-    (write_instructor_config if instructor else write_student_config)(args[0])
+    if instructor:
+        write_instructor_config(args[0])
+    else:
+        write_student_config(args[0])
+        from minibert_course.lab_check import service_status
+
+        print(f"checking service: {service_status()['message']}")

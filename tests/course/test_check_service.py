@@ -5,6 +5,7 @@ bounded load test (50 checks from 10 students at once: every one answered, none 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -61,13 +62,12 @@ def notebook_bytes(nb) -> bytes:
     return nbformat.writes(nb).encode()
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory) -> Service:
-    base = tmp_path_factory.mktemp("check")
+@contextlib.contextmanager
+def running_service(base: Path, students: list[str], *serve_args: str):
+    """Tokens for `students` (from a roster), then `check_service serve` on loopback with `serve_args`; stopped
+    on exit."""
     course = base / "course"
-    cases = hostile.cases(course)
     roster = base / "students.csv"
-    students = ["alice", "bob", "carol", "dave", *LOAD_STUDENTS, *[f"h-{c.name}" for c in cases]]
     roster.write_text("student\n" + "\n".join(students) + "\n", encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     run = subprocess.run([sys.executable, "-m", "autograder.check_service", "tokens", "--course", str(course),
@@ -77,20 +77,30 @@ def service(tmp_path_factory) -> Service:
         tokens = {r["student"]: r["token"] for r in csv.DictReader(f)}
     log = open(base / "serve.log", "w")  # noqa: SIM115 - closed with the server
     proc = subprocess.Popen([sys.executable, "-m", "autograder.check_service", "serve", "--course", str(course),
-                             "--port", "0", "--workers", "2", "--min-interval", "0", "--attempts-per-hour", "3",
-                             "--max-bytes", str(4 * 2**20), "--cell-timeout", str(CELL_TIMEOUT),
-                             "--deadline", "03_attention=2000-01-01T00:00+00:00"],
+                             "--port", "0", "--cell-timeout", str(CELL_TIMEOUT), *serve_args],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     info = course / "check-service" / "server.json"
-    for _ in range(600):  # building the judge packages takes a few seconds
-        if info.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.5)
-    assert info.exists(), (base / "serve.log").read_text()
-    yield Service(course, json.loads(info.read_text())["url"], tokens, proc)
-    proc.terminate()
-    proc.wait(timeout=60)
-    log.close()
+    try:
+        for _ in range(600):  # a step budget: building the judge packages takes a few seconds
+            if info.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        assert info.exists(), (base / "serve.log").read_text()
+        yield Service(course, json.loads(info.read_text())["url"], tokens, proc)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory) -> Service:
+    base = tmp_path_factory.mktemp("check")
+    cases = hostile.cases(base / "course")
+    students = ["alice", "bob", "carol", "dave", *LOAD_STUDENTS, *[f"h-{c.name}" for c in cases]]
+    with running_service(base, students, "--workers", "2", "--min-interval", "0", "--attempts-per-hour", "3",
+                         "--max-bytes", str(4 * 2**20), "--deadline", "03_attention=2000-01-01T00:00+00:00") as s:
+        yield s
 
 
 def secrets_of(chapter: str) -> set[str]:

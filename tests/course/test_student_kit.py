@@ -176,6 +176,10 @@ def test_kit_lab_adds_allow_root_only_for_root(kit):
     assert ("--allow-root" in command) == (os.geteuid() == 0), command
     assert "-m minibert_course.labconfig" in run.stdout, "the kit's lab must turn the instructor's tools off"
     assert (kit / "src" / "minibert_course" / "labconfig.py").exists()
+    # the Check button ships prebuilt (no node in a student's set-up), with its server side
+    built = kit / "src" / "minibert_course" / "labextension" / "minibert-check"
+    load = json.loads((built / "package.json").read_text())["jupyterlab"]["_build"]["load"]
+    assert (built / load).is_file() and (kit / "src" / "minibert_course" / "lab_check.py").exists()
 
 
 def load_kit_builder():
