@@ -24,7 +24,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab labextension test release check-sync student-kit grade check-service check-tokens formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check gpu-rehearsal masking-rates lint clean
+.PHONY: lab labextension test release check-sync student-kit grade check-service check-tokens check-catalogue formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check gpu-rehearsal masking-rates lint clean
 
 $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -85,6 +85,9 @@ formgrader: $(STAMP)  ## JupyterLab with nbgrader's formgrader on COURSE, for th
 
 mutation: $(STAMP)  ## grade every mutant of autograder/mutants/; write docs/mutation.md and the signatures the diagnosis reads
 	$(BIN)/python -m autograder.mutation --jobs $(JOBS) --table docs/mutation.md --signatures autograder/mutants/signatures.json
+
+check-catalogue: $(STAMP)  ## every mutant of autograder/mutants/ through the checking service: each diagnosed (about 15 min)
+	MINIBERT_CHECK_CATALOGUE=1 $(BIN)/python -m pytest tests/course/test_check_catalogue.py -s $(PYTEST_ARGS)
 
 bench-grade: $(STAMP)  ## autograde 50 generated submissions with JOBS=1 and JOBS=2; print the time per submission
 	$(BIN)/python -m autograder.bench_grade --submissions 50
