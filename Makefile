@@ -54,8 +54,7 @@ labextension: $(STAMP)  ## rebuild the Check button's JupyterLab extension from 
 	cd labextension && npm ci --no-audit --no-fund
 	cd labextension && node node_modules/@jupyterlab/builder/lib/build-labextension.js --core-path \
 	  "$$($(abspath $(BIN))/python -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging"))')" .
-	cd labextension && sha256sum index.js style.css package.json package-lock.json \
-	  > ../src/minibert_course/labextension/minibert-check/source.sha256
+	$(BIN)/python -m minibert_course.lab_check --stamp labextension src/minibert_course/labextension/minibert-check
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -12,23 +12,36 @@ import { Widget } from '@lumino/widgets';
 const COMMAND = 'minibert-check:check';
 const PANEL_ID = 'minibert-check-panel';
 
+const POLL_MS = 2000;  // how often the panel asks for the answer of a check in flight
+const WAIT_MS = 1800 * 1000;  // and for how long (the terminal command waits as long)
+
+// A request to the lab's server extension: always an object, {status: 'refused', error} when it did not work
 async function callServer(route, init) {
   const settings = ServerConnection.makeSettings();
   const url = settings.baseUrl.replace(/\/?$/, '/') + 'minibert-check/' + route;
   const response = await ServerConnection.makeRequest(url, init || {}, settings);
   const text = await response.text();
+  let reply = null;
   try {
-    return JSON.parse(text);
+    reply = JSON.parse(text);
   } catch (err) {
-    if (response.status === 404) {
-      return { status: 'refused', configured: false,
-        error: "This lab's check extension is not running: start the lab with `make lab`.",
-        message: "This lab's check extension is not running: start the lab with `make lab`." };
-    }
-    return { status: 'refused', configured: false, error: `the lab answered ${response.status}: ${text.slice(0, 200)}`,
-      message: `the lab answered ${response.status}` };
+    reply = null;
   }
+  if (response.ok && reply && typeof reply === 'object') {
+    return reply;
+  }
+  let why = `the lab answered ${response.status} ${response.statusText}`;
+  if (response.status === 404) {
+    why = "This lab's check extension is not running: start the lab with `make lab`.";
+  } else if (response.status === 403) {
+    why = 'The lab refused the request (403): reload the page, or log in to the lab again.';
+  } else if (reply && reply.message) {
+    why += `: ${reply.message}`;
+  }
+  return { status: 'refused', configured: false, error: why, message: why };
 }
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -127,19 +140,33 @@ const plugin = {
         view.showMessage(`A check of ${running} is still running: its answer will show here.`, 'running');
         return;
       }
-      const status = await callServer('config');
-      if (!status.configured) {
-        view.showMessage(status.message, 'not-configured');
-        return;
-      }
-      const path = notebook.context.path;
-      running = path;
+      const path = notebook.context.localPath;
+      running = path;  // before the first await: a second click cannot send a second check
       try {
-        view.showMessage(`Saving ${path} and sending it to ${status.url}; the grade takes a minute or two…`,
-          'running');
+        const status = await callServer('config');
+        if (!status.configured) {
+          view.showMessage(status.message || status.error, 'not-configured');
+          return;
+        }
+        view.showMessage(`Saving ${path} and sending it to ${status.url}…`, 'running');
         await notebook.context.save();
-        const answer = await callServer('check', { method: 'POST', body: JSON.stringify({ path }) });
-        view.showAnswer(answer);
+        const queued = await callServer('check', { method: 'POST', body: JSON.stringify({ path }) });
+        if (queued.status === 'refused') {
+          view.showAnswer(queued);
+          return;
+        }
+        view.showMessage(`${path} is check ${queued.attempt}: waiting for the grade (a minute or two)…`, 'running');
+        const end = Date.now() + WAIT_MS;
+        while (Date.now() < end) {
+          await sleep(POLL_MS);
+          const answer = await callServer('answer?poll=' + encodeURIComponent(queued.poll));
+          if (answer.status === 'done' || answer.status === 'error' || answer.status === 'refused') {
+            view.showAnswer(answer);
+            return;
+          }
+        }
+        view.showAnswer({ status: 'refused', error: 'No answer yet: see `python -m minibert_course.check --status` ' +
+          'in a terminal later.' });
       } catch (err) {
         view.showAnswer({ status: 'refused', error: `the check did not happen: ${err}` });
       } finally {

@@ -11,14 +11,17 @@ Checks are limited (a few per chapter per hour, none after the deadline): it is 
 
 Configuration: `course-check.json` next to the course's `src/` folder ({"url": ..., "token": ...}; the instructor
 ships the url in the kit, `--token` adds yours), or the environment variables MINIBERT_CHECK_URL and
-MINIBERT_CHECK_TOKEN. JupyterLab's "Check with the course service" command calls `check_notebook` below.
+MINIBERT_CHECK_TOKEN. JupyterLab's Check button goes through the same functions (`submit_notebook`, then
+`poll_answer`), called by the lab's server extension, `minibert_course.lab_check`.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
+import re
 import sys
 import time
 import urllib.error
@@ -44,8 +47,10 @@ def load_config() -> dict:
     if path.exists():
         try:
             config = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise CheckError(f"{path} is not valid JSON ({exc}): fix it or delete it") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CheckError(f"{path} cannot be read as JSON ({exc}): fix it or delete it") from None
+        if not isinstance(config, dict) or not all(isinstance(config.get(k, ""), str) for k in ("url", "token")):
+            raise CheckError(f'{path} must hold {{"url": "...", "token": "..."}}: fix it or delete it')
     if os.environ.get("MINIBERT_CHECK_URL"):
         config["url"] = os.environ["MINIBERT_CHECK_URL"]
     if os.environ.get("MINIBERT_CHECK_TOKEN"):
@@ -70,20 +75,30 @@ def _request(config: dict, method: str, path: str, body: bytes | None = None, ti
     if not config.get("token"):
         raise CheckError("No token: run `python -m minibert_course.check --token TOKEN` with the token your "
                          "instructor gave you.")
-    request = urllib.request.Request(config["url"].rstrip("/") + path, data=body, method=method, headers={
-        "Authorization": f"Bearer {config['token']}", "Content-Type": "application/json"})
+    try:
+        request = urllib.request.Request(config["url"].rstrip("/") + path, data=body, method=method, headers={
+            "Authorization": f"Bearer {config['token']}", "Content-Type": "application/json"})
+    except ValueError as exc:  # "unknown url type": no https:// in front
+        raise CheckError(f"the service address {config['url']!r} is not a URL ({exc}): it starts with https:// "
+                         "or http://") from None
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the configured service
-            return json.loads(response.read().decode("utf-8"))
+            reply = json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
         try:
             message = json.loads(exc.read().decode("utf-8")).get("error") or exc.reason
         except (json.JSONDecodeError, UnicodeDecodeError):
             message = exc.reason
         raise CheckError(f"the service refused the check ({exc.code}): {message}") from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         raise CheckError(f"cannot reach the checking service at {config['url']} ({exc}): is it running? ask your "
                          "instructor") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise CheckError(f"{config['url']} did not answer as the checking service does (not JSON): check the "
+                         "address in course-check.json") from None
+    if not isinstance(reply, dict):
+        raise CheckError(f"{config['url']} did not answer as the checking service does: check the address")
+    return reply
 
 
 def chapter_of(path: Path) -> str:
@@ -98,17 +113,39 @@ def chapter_of(path: Path) -> str:
     raise CheckError(f"{path.name} is not one of the course's notebooks ({', '.join(known)}): pass --chapter")
 
 
-def check_notebook(path: str | Path, chapter: str | None = None, poll: float = 1.0, wait: float = 1800,
-                   config: dict | None = None) -> dict:
-    """Send the saved notebook, wait for the grade, return the answer (tests, score, checks_left, ...)."""
+def submit_notebook(path: str | Path, chapter: str | None = None, config: dict | None = None) -> dict:
+    """Send the saved notebook; the service answers at once with the attempt to poll ({"attempt", "poll", ...})."""
     path = Path(path)
     config = load_config() if config is None else config
     chapter = chapter or chapter_of(path)
-    body = path.read_bytes()
+    try:
+        body = path.read_bytes()
+    except OSError as exc:
+        raise CheckError(f"cannot read {path}: {exc}") from None
     queued = _request(config, "POST", f"/api/check/{chapter}", body)
+    if not isinstance(queued.get("poll"), str) or not queued["poll"].startswith("/api/attempts/"):
+        raise CheckError(f"{config['url']} did not answer as the checking service does: check the address")
+    return queued
+
+
+def poll_answer(poll: str, config: dict | None = None) -> dict:
+    """One look at a submitted check: {"status": "waiting" | "running" | "done" | "error", ...}."""
+    if not isinstance(poll, str) or re.fullmatch(r"/api/attempts/\d+", poll) is None:
+        raise CheckError(f"not a check to poll: {poll!r}")
+    answer = _request(load_config() if config is None else config, "GET", poll)
+    if "status" not in answer:
+        raise CheckError("the service's answer has no status: check the address in course-check.json")
+    return answer
+
+
+def check_notebook(path: str | Path, chapter: str | None = None, poll: float = 1.0, wait: float = 1800,
+                   config: dict | None = None) -> dict:
+    """Send the saved notebook, wait for the grade, return the answer (tests, score, checks_left, ...)."""
+    config = load_config() if config is None else config
+    queued = submit_notebook(path, chapter, config)
     end = time.monotonic() + wait
     while time.monotonic() < end:
-        answer = _request(config, "GET", queued["poll"])
+        answer = poll_answer(queued["poll"], config)
         if answer["status"] in ("done", "error"):
             return answer
         time.sleep(poll)

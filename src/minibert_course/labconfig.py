@@ -6,9 +6,10 @@ lab and complain that there is no nbgrader_config.py: those are instructor pages
 not use). `make formgrader` runs with a config folder of its own, where every nbgrader tool is on
 (`make formgrader` runs `python -m minibert_course.labconfig --instructor FOLDER` first).
 
-The student's lab also gets the course's "Check" button (the prebuilt lab extension in `labextension/minibert-check`
-and its server side, `minibert_course.lab_check`), and `make lab` prints one line on the checking service: where
-checks go, or why there is none (no address or no token yet) and what to do.
+The student's lab also gets the course's "Check" button (the prebuilt lab extension in
+`src/minibert_course/labextension/minibert-check` and its server side, `minibert_course.lab_check`), and `make lab`
+prints one line on the checking service: where checks go, or why there is none (no address or no token yet) and what
+to do.
 
 Both labs are quiet: JupyterLab 4 would ask "Would you like to get notified about official Jupyter news?" and then
 fetch news and check for updates on the internet. Its announcements plugin is off, and its settings say never.

@@ -4,8 +4,9 @@ service on loopback (`autograder.check_service serve`).
 One lab, one chapter (04): the button with no service configured shows the one-line explanation; configured, a
 catalogued wrong answer comes back with its failing hidden test (name and "FAILED" only), the catalogue's diagnosis,
 the score and the checks left; the right answer, reloaded from disk as a student's corrected notebook, comes back with
-every test passed. No text of a hidden test or of the solution reaches the page. Screenshots of the three panels are
-kept in build/test-artifacts/browser/check-*.png.
+every test passed; one check more is refused with the service's reason (two per hour in this test). No text of a
+hidden test or of the solution reaches the page. Screenshots of the four panels are kept in
+build/test-artifacts/browser/check-*.png.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ import os
 import shutil
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import nbformat
 import pytest
 from conftest import ROOT, _autograder
 from test_browser import LabOn, browser, shot  # noqa: F401 - browser is a fixture
-from test_check_service import Service, notebook_bytes, running_service, secrets_of
+from test_check_service import Service, running_service, secrets_of
 
 from minibert_course.check import NOT_CONFIGURED
 
@@ -35,7 +35,7 @@ ANSWER_TIMEOUT_MS = 300_000
 @pytest.fixture(scope="module")
 def service(tmp_path_factory) -> Service:
     with running_service(tmp_path_factory.mktemp("check-button"), ["erin"], "--workers", "1", "--min-interval", "0",
-                         "--attempts-per-hour", "3") as s:
+                         "--attempts-per-hour", "2") as s:
         yield s
 
 
@@ -73,7 +73,8 @@ def test_the_check_button_answers_wrong_then_right(browser, service, tmp_path): 
     page = None
     try:
         lab.start()
-        assert "checking service: No checking service is configured" in lab.log_tail(), lab.log_tail()
+        started = lab.log.read_text(encoding="utf-8", errors="replace")  # make lab's one line, before Jupyter's log
+        assert "checking service: No checking service is configured" in started, lab.log_tail()
         # the lab's check route: only with the lab's own login, and only for a notebook in the lab's folder
         assert lab_post(lab, {"path": f"{work.name}/{CHAPTER}.ipynb"}, token=None)[0] == 403
         status, reply = lab_post(lab, {"path": "../pyproject.toml"}, token=lab.token)
@@ -96,7 +97,7 @@ def test_the_check_button_answers_wrong_then_right(browser, service, tmp_path): 
         assert page.text_content("#minibert-check-panel .minibert-mod-failed pre") == "a hidden test failed"
         assert mutant.why in page.locator("#minibert-check-panel .minibert-CheckPanel-diagnosis li").all_text_contents()
         summary = page.text_content(".minibert-CheckPanel-summary")
-        assert "checks left this hour: 2" in summary and not summary.startswith("score 0 "), summary
+        assert "checks left this hour: 1" in summary and not summary.startswith("score 0 "), summary
         leaked = [line for line in secrets_of(CHAPTER) if line in page.content()]
         assert not leaked, f"hidden test or solution text on the page: {leaked[:3]}"
 
@@ -113,7 +114,11 @@ def test_the_check_button_answers_wrong_then_right(browser, service, tmp_path): 
         assert page.locator("#minibert-check-panel .minibert-mod-passed").count() >= 2, text
         summary = page.text_content(".minibert-CheckPanel-summary")
         score, best = summary.removeprefix("score ").split(";")[0].split(" / ")
-        assert float(score) == float(best) > 0 and "checks left this hour: 1" in summary, summary
+        assert float(score) == float(best) > 0 and "checks left this hour: 0" in summary, summary
+        # one more: the service refuses it (the hourly limit), and the panel says so, counting nothing
+        text = click_check(page, "refused", 4)
+        shot(page, "check-04-refused")
+        assert "2 checks of 04_masking in the last hour (at most 2)" in text, text
     finally:
         if page is not None:
             page.close()
@@ -124,4 +129,7 @@ def test_the_check_button_answers_wrong_then_right(browser, service, tmp_path): 
     assert status == 200 and [a["score"] < a["max_score"] for a in mine["attempts"]] == [True, False], mine
     stored = sorted((service.course / "check-service" / "submissions" / "erin" / CHAPTER).glob("*.ipynb"))
     assert len(stored) == 2
-    assert Path(stored[-1]).read_bytes() != notebook_bytes(mutation.submission(CHAPTER, mutant))
+    sources = ["\n".join(c.source for c in nbformat.read(f, as_version=4).cells) for f in stored]
+    wrong_line = next(line.strip() for _, new in mutant.edits for line in new.splitlines() if line.strip())
+    assert right_line.strip() not in sources[0] and wrong_line in sources[0]  # what the lab saved, each time
+    assert right_line.strip() in sources[1]

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.slow
 mutation = _autograder("mutation")
 hostile = _autograder("hostile")
 service_module = _autograder("check_service")
+TOTAL_TIMEOUT = 300  # seconds per notebook in these tests (make grade's default is 900): a bound the polls outlast
 PAST_DEADLINE = "03_attention"  # this chapter's checks are refused: its deadline has passed
 LOAD_STUDENTS = [f"load{i:02d}" for i in range(10)]
 LOAD_CHAPTERS = ["02_embeddings", "04_masking", "07_task_heads", "02_embeddings", "04_masking"]  # 5 checks each
@@ -102,6 +103,7 @@ def service(tmp_path_factory) -> Service:
     students = ["alice", "bob", "dave", "frank", *LOAD_STUDENTS, *[f"diag-{ch}" for ch in mutation.chapters()],
                 *[f"h-{c.name}" for c in cases]]
     with running_service(base, students, "--workers", "2", "--min-interval", "0", "--attempts-per-hour", "3",
+                         "--total-timeout", str(TOTAL_TIMEOUT),
                          "--max-bytes", str(4 * 2**20), "--deadline", f"{PAST_DEADLINE}=2000-01-01T00:00+00:00") as s:
         yield s
 
@@ -207,7 +209,7 @@ def test_the_limits_refuse_with_a_message_and_count_nothing(service):
 
 def test_students_are_kept_apart_and_the_instructor_sees_the_class(service):
     status, alices = service.call("alice", "GET", "/api/attempts")
-    assert status == 200 and alices["attempts"], "run after test_a_wrong_answer_then_a_right_one"
+    assert status == 200 and alices["attempts"], "run this file whole: this test reads the attempts of the ones above"
     first = alices["attempts"][0]["attempt"]
     status, reply = service.call("dave", "GET", f"/api/attempts/{first}")
     assert status == 404, reply
@@ -265,11 +267,17 @@ def test_the_hostile_suite_through_the_service(service):
     answers: dict[str, tuple[int, dict]] = {}
 
     def send(case):
-        answers[case.name] = service.check(f"h-{case.name}", case.chapter, hostile.build(case))
+        try:
+            answers[case.name] = service.check(f"h-{case.name}", case.chapter, hostile.build(case))
+        except BaseException as exc:  # noqa: BLE001 - a check that never answered is reported below, not lost
+            answers[case.name] = (0, {"error": f"{type(exc).__name__}: {exc}"})
 
     def honest():
-        answers["frank"] = service.check("frank", hostile.CHAPTER,
-                                         notebook_bytes(mutation.submission(hostile.CHAPTER, None)))
+        try:
+            answers["frank"] = service.check("frank", hostile.CHAPTER,
+                                             notebook_bytes(mutation.submission(hostile.CHAPTER, None)))
+        except BaseException as exc:  # noqa: BLE001
+            answers["frank"] = (0, {"error": f"{type(exc).__name__}: {exc}"})
 
     threads = [threading.Thread(target=send, args=(c,)) for c in cases]
     threads.insert(len(threads) // 2, threading.Thread(target=honest))  # sent amid the flood
@@ -301,21 +309,22 @@ def test_the_hostile_suite_through_the_service(service):
         if leaked:
             problems.append(f"{case.name}: hidden text in the answer: {leaked[:2]}")
     status, neighbour = answers["frank"]
-    if neighbour.get("status") != "done" or neighbour["score"] != full[hostile.CHAPTER]:
+    if neighbour.get("status") != "done" or neighbour.get("score") != full[hostile.CHAPTER]:
         problems.append(f"the honest check amid the flood lost marks: {str(neighbour)[:300]}")
     with sqlite3.connect(service.course / "check-service" / "state.sqlite") as db:
         held = dict(db.execute("SELECT student, finished - started FROM attempts WHERE student LIKE 'h-%' "
                                "AND finished IS NOT NULL").fetchall())
-        waited, took = db.execute("SELECT started - created, finished - started FROM attempts "
-                                  "WHERE student = 'frank'").fetchone()
-    # each check's own limit: --cell-timeout per cell, --total-timeout (900 s) per notebook; a minute for the
-    # sandbox's start and clean-up
-    over = {name: f"{seconds:.0f} s" for name, seconds in held.items() if seconds > 900 + 60}
+        timing = db.execute("SELECT started - created, finished - started FROM attempts WHERE student = 'frank' "
+                            "AND finished IS NOT NULL").fetchone()
+    # each check's own limit: --total-timeout per notebook (--cell-timeout per cell within it); a minute more for
+    # the sandbox's start and clean-up
+    over = {name: f"{seconds:.0f} s" for name, seconds in held.items() if seconds > TOTAL_TIMEOUT + 60}
     if over:
         problems.append(f"hostile checks held a worker beyond their own limit: {over}")
-    slowest = max(held, key=held.get)
-    print(f"hostile flood: {len(held)} checks graded, longest hold {held[slowest]:.1f} s ({slowest}); the honest "
-          f"check waited {waited:.1f} s in the queue and took {took:.1f} s", file=sys.stderr)
+    if held and timing:
+        slowest = max(held, key=held.get)
+        print(f"hostile flood: {len(held)} checks graded, longest hold {held[slowest]:.1f} s ({slowest}); the honest "
+              f"check waited {timing[0]:.1f} s in the queue and took {timing[1]:.1f} s", file=sys.stderr)
     evidence = hostile.evidence_dir(service.course)
     if evidence.exists() and any(evidence.iterdir()):
         problems.append(f"payloads ran where the service runs: {sorted(p.name for p in evidence.iterdir())}")

@@ -3,28 +3,30 @@ turns it on for students only, the one line on the service, and the notebook pat
 
 from __future__ import annotations
 
-import hashlib
+import http.server
 import json
-import os
+import threading
 
 import pytest
 from conftest import ROOT
 
 from minibert_course import check, labconfig
-from minibert_course.lab_check import notebook_under, service_status
+from minibert_course.lab_check import STAMP, build_stamp, notebook_under, service_status
 
 BUILT = ROOT / "src" / "minibert_course" / "labextension" / "minibert-check"
 
 
 def test_the_prebuilt_extension_is_built_from_the_committed_source():
-    stamp = (BUILT / "source.sha256").read_text(encoding="utf-8").split("\n")
-    recorded = dict(reversed(line.split("  ", 1)) for line in stamp if line)
-    assert set(recorded) == {"index.js", "style.css", "package.json", "package-lock.json"}
-    for name, digest in recorded.items():
-        actual = hashlib.sha256((ROOT / "labextension" / name).read_bytes()).hexdigest()
-        assert actual == digest, f"labextension/{name} changed since the build: run `make labextension` and commit"
+    """The stamp `make labextension` wrote: the source files and the bundle, as committed. An edit of labextension/
+    without a rebuild, or of the bundle by hand, changes a line."""
+    recorded = (BUILT / STAMP).read_text(encoding="utf-8")
+    assert build_stamp(ROOT / "labextension", BUILT) == recorded, (
+        "labextension/ or its bundle changed since `make labextension`: run it and commit the result")
+    names = [line.split("  ", 1)[1] for line in recorded.splitlines()]
+    assert {f"source/{n}" for n in ("index.js", "style.css", "package.json", "package-lock.json")} <= set(names)
     built = json.loads((BUILT / "package.json").read_text(encoding="utf-8"))
-    assert built["name"] == "minibert-check" and (BUILT / built["jupyterlab"]["_build"]["load"]).is_file()
+    load = built["jupyterlab"]["_build"]["load"]
+    assert built["name"] == "minibert-check" and f"built/{load}" in names
 
 
 def test_the_students_lab_turns_the_button_on_and_keeps_other_settings(tmp_path):
@@ -76,4 +78,36 @@ def test_only_a_saved_notebook_inside_the_lab_folder_can_be_sent(tmp_path):
                 None, ["04_masking.ipynb"]):
         with pytest.raises(check.CheckError):
             notebook_under(root, bad)
-    assert os.path.exists(tmp_path / "secret.ipynb")
+
+
+def test_every_way_a_check_can_fail_is_a_sentence_not_a_crash(config_file, tmp_path):
+    """What the panel and the terminal show when the configuration or the service is not what they expect."""
+    notebook = tmp_path / "04_masking.ipynb"
+    notebook.write_text("{}")
+    config_file.write_text('["https://check.example/"]')  # JSON, but not the object it must be
+    assert not service_status()["configured"] and str(config_file) in service_status()["message"]
+    config_file.write_text(json.dumps({"url": "check.example", "token": "t"}))  # no scheme
+    with pytest.raises(check.CheckError, match="not a URL"):
+        check.check_notebook(notebook)
+    for poll in ("/api/instructor/attempts", "/api/attempts/1?x=1", "../api/attempts/1", None):
+        with pytest.raises(check.CheckError):
+            check.poll_answer(poll)
+
+    class NotTheService(http.server.BaseHTTPRequestHandler):  # a web page where the service should be
+        def do_POST(self):  # noqa: N802 - the handler's API
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html>a login page</html>")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotTheService)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    try:
+        config_file.write_text(json.dumps({"url": f"http://127.0.0.1:{server.server_port}", "token": "t"}))
+        with pytest.raises(check.CheckError, match="not JSON"):
+            check.check_notebook(notebook)
+    finally:
+        server.server_close()
