@@ -33,6 +33,9 @@ NOT_CONFIGURED = ("No checking service is configured for this course: your instr
                   "token (see the README, 'Check your work'); until then, run the visible tests in the notebook.")
 
 
+_POLL = re.compile(r"/api/attempts/\d+")  # what the service answers a check with, and all a client may poll
+
+
 class CheckError(Exception):
     """A check that did not happen: the message says why and what to do."""
 
@@ -123,14 +126,14 @@ def submit_notebook(path: str | Path, chapter: str | None = None, config: dict |
     except OSError as exc:
         raise CheckError(f"cannot read {path}: {exc}") from None
     queued = _request(config, "POST", f"/api/check/{chapter}", body)
-    if not isinstance(queued.get("poll"), str) or not queued["poll"].startswith("/api/attempts/"):
+    if not isinstance(queued.get("poll"), str) or _POLL.fullmatch(queued["poll"]) is None:
         raise CheckError(f"{config['url']} did not answer as the checking service does: check the address")
     return queued
 
 
 def poll_answer(poll: str, config: dict | None = None) -> dict:
     """One look at a submitted check: {"status": "waiting" | "running" | "done" | "error", ...}."""
-    if not isinstance(poll, str) or re.fullmatch(r"/api/attempts/\d+", poll) is None:
+    if not isinstance(poll, str) or _POLL.fullmatch(poll) is None:
         raise CheckError(f"not a check to poll: {poll!r}")
     answer = _request(load_config() if config is None else config, "GET", poll)
     if "status" not in answer:

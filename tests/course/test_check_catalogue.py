@@ -17,7 +17,7 @@ import time
 
 import pytest
 from conftest import _autograder
-from test_check_service import assert_no_secret, notebook_bytes, running_service
+from test_check_service import assert_no_secret, mistakes_alike, notebook_bytes, running_service
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.environ.get("MINIBERT_CHECK_CATALOGUE") != "1",
@@ -53,7 +53,6 @@ def test_every_mutant_through_the_service_is_diagnosed(service):
         t.join()
     problems = []
     for chapter in mutation.chapters():
-        sig = signatures[chapter]
         catalogue = mutation.load_catalogue(chapter)
         control = answers[chapter, mutation.CONTROL]
         if control.get("status") != "done" or control["score"] != control["max_score"] or control["diagnosis"]:
@@ -63,7 +62,7 @@ def test_every_mutant_through_the_service_is_diagnosed(service):
             if answer.get("status") != "done":
                 problems.append(f"{chapter} {mutant.name}: not graded: {str(answer)[:300]}")
                 continue
-            alike = {m.why for m in catalogue if sig[m.name] == sig[mutant.name]}
+            alike = mistakes_alike(chapter, mutant, signatures)
             if set(answer["diagnosis"]) != alike:
                 problems.append(f"{chapter} {mutant.name}: diagnosis {answer['diagnosis']}, expected {sorted(alike)}")
             assert_no_secret(answer, chapter)

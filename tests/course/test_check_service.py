@@ -108,6 +108,12 @@ def service(tmp_path_factory) -> Service:
         yield s
 
 
+def mistakes_alike(chapter: str, mutant, signatures: dict) -> set[str]:
+    """The descriptions a diagnosis of `mutant` must name: its own and those of every mutant failing the same tests."""
+    sig = signatures[chapter]
+    return {m.why for m in mutation.load_catalogue(chapter) if sig[m.name] == sig[mutant.name]}
+
+
 def secrets_of(chapter: str) -> set[str]:
     return secret_lines(read(ROOT / "solutions" / f"{chapter}.ipynb"), read(ROOT / "notebooks" / f"{chapter}.ipynb"))
 
@@ -172,7 +178,7 @@ def test_the_catalogue_diagnoses_a_mutant_of_every_chapter(service):
             problems.append(f"{chapter} {mutant.name}: {status} {str(answer)[:300]}")
             continue
         sig = signatures[chapter]
-        alike = {m.why for m in mutation.load_catalogue(chapter) if sig[m.name] == sig[mutant.name]}
+        alike = mistakes_alike(chapter, mutant, signatures)
         if set(answer["diagnosis"]) != alike or mutant.why not in answer["diagnosis"]:
             problems.append(f"{chapter} {mutant.name}: diagnosis {answer['diagnosis']}, expected {sorted(alike)}")
         if sorted(t["name"] for t in answer["tests"] if not t["passed"]) != sig[mutant.name]:
