@@ -100,6 +100,8 @@ def test_benchmark_compares_the_same_model_and_reports_both(tmp_path):
     for name in ("minibert", "minibert_unpadded", "transformers"):
         assert result[name]["tokens_per_second"] > 0 and result[name]["seconds_per_step"] > 0
         assert result[name]["mfu"] is None, "no peak given for a CPU"
+    assert result["minibert_unpadded"]["flop_ratio"] > result["minibert"]["flop_ratio"] > 1
+    assert result["transformers"]["flop_ratio"] == 1
     assert result["speedup"] == pytest.approx(result["minibert"]["tokens_per_second"]
                                               / result["transformers"]["tokens_per_second"])
     assert result["speedup_unpadded"] == pytest.approx(result["minibert_unpadded"]["tokens_per_second"]
@@ -111,8 +113,35 @@ def test_benchmark_compares_the_same_model_and_reports_both(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "minibert / transformers:" in proc.stdout and "unpadded / transformers:" in proc.stdout, proc.stdout
     assert "tokens/s" in proc.stdout and "minibert unpadded" in proc.stdout, proc.stdout
+    assert "matrix-product FLOPs of minibert" in proc.stdout, proc.stdout
     figures = json.loads(out.read_text(encoding="utf-8"))
     assert figures["peak_tflops"] == 1.0 and 0 < figures["minibert"]["mfu"] < 1
+
+
+def test_executed_flops_are_what_torch_counts_on_each_path():
+    """`executed_flops` against torch's own FLOP counter, forward and backward, on each of the three paths and two
+    batches (other padding, other targets): the ratio the benchmark prints is the work each path really runs."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from minibert.bench import executed_flops, models
+    from minibert.unpadded import UnpaddedBertForPreTraining
+
+    config = BertConfig.tiny(vocab_size=500)
+    ours, theirs = models(config, torch.device("cpu"), 0)
+    unpadded = UnpaddedBertForPreTraining(config).train()
+    unpadded.load_state_dict(ours.state_dict())
+    generator = torch.Generator().manual_seed(0)
+    for batch in (pretraining_batch(8, 16, 500, generator), pretraining_batch(4, 24, 500, generator, full_share=0.2)):
+        counted = {}
+        for name, model, ours_ in (("minibert", ours, True), ("minibert_unpadded", unpadded, True),
+                                   ("transformers", theirs, False)):
+            with FlopCounterMode(display=False) as counter:
+                (model(**batch, targets_only=True) if ours_ else model(**batch)).loss.backward()
+            counted[name] = counter.get_total_flops()
+            assert executed_flops(config, batch, name) == counted[name], name
+        assert counted["transformers"] > counted["minibert"] > counted["minibert_unpadded"]
+    with pytest.raises(ValueError, match="unknown path"):
+        executed_flops(config, batch, "padded")
 
 
 def test_train_entry_reports_tokens_per_second_and_mfu(tmp_path):

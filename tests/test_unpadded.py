@@ -64,6 +64,24 @@ def test_states_at_every_real_piece_match_whatever_the_padding_pattern():
     torch.testing.assert_close(p.unpack(states)[mask.bool()], expected, rtol=1e-5, atol=1e-5)
 
 
+def test_the_last_layer_goes_past_attention_for_the_kept_pieces_only():
+    """With `keep`, the last layer's feed-forward sees only the kept rows, and they are the padded model's states."""
+    padded, _ = pair()
+    b = batch()
+    keep = b["labels"] != -100
+    keep[:, 0] = True  # the targets and each [CLS], as UnpaddedBertForPreTraining keeps them
+    rows = []
+    hook = padded.bert.encoder.layer[-1].intermediate.register_forward_hook(lambda m, i, o: rows.append(i[0].shape[0]))
+    states, p = unpadded_encoder(padded.bert, b["input_ids"], b["attention_mask"], b["token_type_ids"], keep)
+    hook.remove()
+    assert rows == [int(keep.sum())] and int(keep.sum()) < int(b["attention_mask"].sum()) // 3, rows
+    expected = padded.bert(b["input_ids"], attention_mask=b["attention_mask"],
+                           token_type_ids=b["token_type_ids"]).last_hidden_state[keep]
+    torch.testing.assert_close(states, expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="padding position"):
+        unpadded_encoder(padded.bert, b["input_ids"], b["attention_mask"], keep=b["attention_mask"] == 0)
+
+
 def test_training_steps_follow_the_same_curve():
     """Five AdamW steps on each path, from the same weights on the same batch: the same losses."""
     curves = []

@@ -29,12 +29,13 @@ from minibert.cli import add_fields, arg, config_from_args
 from minibert.config import BertConfig
 from minibert.data import NSPInstance, PretrainingCollator
 from minibert.heads import BertForPreTraining
+from minibert.masking import IGNORE_INDEX
 from minibert.tokenization import SPECIAL_TOKENS
 from minibert.train import flops_per_token, mfu, peak_flops
 from minibert.training import autocast
 from minibert.unpadded import UnpaddedBertForPreTraining
 
-__all__ = ["run", "BenchConfig", "report", "models", "pretraining_batch", "main"]
+__all__ = ["run", "BenchConfig", "report", "models", "pretraining_batch", "executed_flops", "main"]
 
 
 @dataclass
@@ -100,6 +101,28 @@ def models(config: BertConfig, device: torch.device, seed: int = 0):
         raise RuntimeError(f"state dicts do not match: missing {missing}, unexpected {unexpected}")
     theirs.tie_weights()
     return ours.to(device).train(), theirs.to(device).train()
+
+
+def executed_flops(config: BertConfig, batch: dict[str, torch.Tensor], path: str) -> int:
+    """The FLOPs of the matrix products one training step (forward and backward) on `batch` runs on `path`, counted
+    as `flops_per_token` counts them (6 per weight and row, 12·L·H·T per position for attention).
+
+    Why: a rate ratio cannot beat the ratio of work done at equal efficiency, so transformers' count over a path's is
+    the speed-up that path gets from skipping work alone. transformers runs every layer and the MLM head at all B·T
+    positions; minibert padded runs the head at the targets only; unpadded runs the layers at the N real pieces, and
+    the last layer past attention at the M = targets + B rows the heads read. All three run attention in the (B, T)
+    layout and the pooler and NSP classifier once per row."""
+    H, L, F, V = config.hidden_size, config.num_hidden_layers, config.intermediate_size, config.vocab_size
+    B, T = batch["input_ids"].shape
+    real, targets = int(batch["attention_mask"].sum()), int((batch["labels"] != IGNORE_INDEX).sum())
+    layer, head, past_attention = 4 * H * H + 2 * H * F, H * H + V * H, H * H + 2 * H * F  # weights a row meets
+    rows = {"transformers": (B * T * L, B * T), "minibert": (B * T * L, targets),
+            "minibert_unpadded": (real * L, targets)}  # (layer rows, head rows)
+    if path not in rows:
+        raise ValueError(f"unknown path {path!r}: one of {', '.join(rows)}")
+    layer_rows, head_rows = rows[path]
+    skipped = (real - targets - B) * past_attention if path == "minibert_unpadded" else 0
+    return 6 * (layer_rows * layer + head_rows * head - skipped + B * (H * H + 2 * H)) + 12 * L * H * T * B * T
 
 
 def _train_step_fn(model, optimizer, precision: str, ours: bool):
@@ -169,12 +192,14 @@ def run(bench: BenchConfig | None = None, **fields) -> dict:
     padding = 1 - sum(b["attention_mask"].sum().item() for b in batches) / (len(batches) * tokens)
     per_token = flops_per_token(cfg, seq)
     peak = peak_flops(device, bench.peak_tflops)
+    work = {name: sum(executed_flops(cfg, b, name) for b in batches) for name in times}
     figures = {}
     for name, seconds in times.items():
         rate = tokens / statistics.median(seconds)
         useful = rate * (1 - padding)  # MFU counts the model FLOPs of the real pieces, for all three alike
         figures[name] = {"tokens_per_second": rate, "seconds_per_step": statistics.median(seconds),
-                         "mfu": mfu(useful, per_token, peak), "peak_memory_gib": memory[name]}
+                         "mfu": mfu(useful, per_token, peak), "peak_memory_gib": memory[name],
+                         "flop_ratio": work["transformers"] / work[name]}  # transformers' work over this path's
     speed = {name: figures[name]["tokens_per_second"] for name in figures}
     return {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "torch_threads": torch.get_num_threads(), "config": bench.config, "layers": cfg.num_hidden_layers,
@@ -200,6 +225,8 @@ def report(r: dict) -> str:
         mem = f"{f['peak_memory_gib']:.1f} GiB" if f["peak_memory_gib"] is not None else "n/a"
         lines.append(f"{name.replace('_', ' '):<19}{f['tokens_per_second']:>12,.0f}{f['seconds_per_step']:>10.4f}"
                      f"{used:>8}{mem:>10}")
+    lines.append(f"transformers runs {r['minibert']['flop_ratio']:.2f}x the matrix-product FLOPs of minibert and "
+                 f"{r['minibert_unpadded']['flop_ratio']:.2f}x those of unpadded (the speed-ups from less work alone)")
     lines.append(f"minibert / transformers: {r['speedup']:.2f}x; unpadded / transformers: {r['speedup_unpadded']:.2f}x"
                  f" (unpadded / padded: {r['unpadded_gain']:.2f}x; {r['gflops_per_token']:.3f} GFLOP per position; "
                  "tokens/s count every position, padding included; MFU the real pieces' FLOPs)")

@@ -8,6 +8,10 @@ padding share of them. The real pieces are packed into one (N, H) matrix, N = th
 batch; only attention needs to know which row belongs to which sequence, and it gets its rows back in the (B, T)
 layout for one fused `scaled_dot_product_attention` call with the padding mask (the padded rows are zeros there and
 are dropped again right after). MosaicBERT and ModernBERT are built this way.
+Why the last layer stops early: pretraining's heads read only the MLM targets (~15% of the pieces) and each `[CLS]`.
+In the last layer every piece is still needed as a key and a value, but only the rows the heads read need what comes
+after attention (the output projection, the feed-forward block, two LayerNorms: 9 of the layer's 12 H² weights per
+row at the usual I = 4H), so those run on the kept rows only. MosaicBERT does the same (`subset_idx`).
 Why a second forward over the same modules rather than a second model: the weights, their names and the checkpoints
 are BertForPreTraining's; `UnpaddedBertForPreTraining` only changes how a batch flows through them, so a checkpoint
 trained on either path loads on the other, and `transformers` loads both.
@@ -67,17 +71,24 @@ def _attention(self_attention: BertSelfAttention, x: torch.Tensor, p: Packing, m
     return p.pack(context.transpose(1, 2).reshape(p.batch, p.seq, A * d))  # (N, H)
 
 
-def _layer(layer: BertLayer, x: torch.Tensor, p: Packing, mask: torch.Tensor) -> torch.Tensor:
-    """One post-LN encoder layer on packed rows: BertLayer's modules, with attention as above. (N, H) -> (N, H)."""
-    attended = layer.attention.output(_attention(layer.attention.self, x, p, mask), x)  # LayerNorm(x + Attn(x))
+def _layer(layer: BertLayer, x: torch.Tensor, p: Packing, mask: torch.Tensor,
+           keep: torch.Tensor | None = None) -> torch.Tensor:
+    """One post-LN encoder layer on packed rows: BertLayer's modules, with attention as above. (N, H) -> (N, H), or
+    (M, H) for the M rows where the (N,) bool `keep` is True: every row is a key and a value, only those go on."""
+    context = _attention(layer.attention.self, x, p, mask)  # (N, H)
+    if keep is not None:
+        context, x = context[keep], x[keep]  # (M, H)
+    attended = layer.attention.output(context, x)  # LayerNorm(x + Attn(x))
     return layer.output(layer.intermediate(attended), attended)  # LayerNorm(h + FFN(h))
 
 
 def unpadded_encoder(bert: BertModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                     token_type_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, Packing]:
+                     token_type_ids: torch.Tensor | None = None,
+                     keep: torch.Tensor | None = None) -> tuple[torch.Tensor, Packing]:
     """`bert`'s embeddings and encoder on the real pieces only: the final states (N, H) of the N pieces whose
     attention_mask is 1, and their Packing. Position ids stay those of the padded layout (0..T-1 in every row), so
-    each piece gets exactly the state the padded model gives it."""
+    each piece gets exactly the state the padded model gives it. With `keep` ((B, T) bool, True at real pieces only)
+    the last layer goes past attention for those pieces only: (M, H), M = keep.sum(), in the same order."""
     if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
         check_input_ids(input_ids, bert.config.vocab_size)
     B, T = input_ids.shape
@@ -92,9 +103,12 @@ def unpadded_encoder(bert: BertModel, input_ids: torch.Tensor, attention_mask: t
     types = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
     # (N, 1): N sequences of one position each, so that BertEmbeddings' check of T against its positions holds
     x = bert.embeddings(p.pack(input_ids)[:, None], p.pack(types)[:, None], p.pack(positions)[:, None])[:, 0]
+    if keep is not None and bool((keep.bool() & ~attention_mask.bool()).any()):
+        raise ValueError("keep is True at a padding position: only real pieces (attention_mask 1) can be kept")
     mask = padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
-    for layer in bert.encoder.layer:
-        x = _layer(layer, x, p, mask)  # (N, H)
+    last = len(bert.encoder.layer) - 1
+    for i, layer in enumerate(bert.encoder.layer):
+        x = _layer(layer, x, p, mask, p.pack(keep.bool()) if keep is not None and i == last else None)  # (N or M, H)
     return x, p
 
 
@@ -120,15 +134,16 @@ class UnpaddedBertForPreTraining(BertForPreTraining):
                 or not targets_only or labels is None or not _packable(attention_mask, labels):
             return super().forward(input_ids, attention_mask, token_type_ids, position_ids, labels,
                                    next_sentence_label, targets_only, output_attentions, output_hidden_states)
-        states, p = unpadded_encoder(self.bert, input_ids, attention_mask, token_type_ids)  # (N, H)
-        packed_labels = p.pack(labels)  # (N,)
-        targets = packed_labels != IGNORE_INDEX
-        # [CLS] is position 0 of each row: its packed row is the number of real pieces before it
-        first = torch.cumsum(attention_mask.reshape(-1).long(), 0).view_as(attention_mask)[:, 0] - 1  # (B,)
+        keep = labels != IGNORE_INDEX  # (B, T): the rows the heads read, the MLM targets ...
+        keep[:, 0] = True  # ... and each [CLS], for the pooler
+        states, p = unpadded_encoder(self.bert, input_ids, attention_mask, token_type_ids, keep)  # (M, H)
+        kept_labels = labels[keep]  # (M,): row-major, the order of the packed rows
+        targets = kept_labels != IGNORE_INDEX
+        # [CLS] is position 0 of each row: its kept row is the number of kept pieces before it
+        first = torch.cumsum(keep.reshape(-1).long(), 0).view_as(keep)[:, 0] - 1  # (B,)
         pooled = self.bert.pooler(states[first, None])  # BertPooler reads row 0 of (B, 1, H): (B, H)
         logits, nsp_logits = self.cls(states[targets], pooled)  # (n, V), (B, 2)
         loss = mlm_loss = nsp_loss = None
         if next_sentence_label is not None:
-            loss, mlm_loss, nsp_loss = pretraining_loss(logits, packed_labels[targets], nsp_logits,
-                                                        next_sentence_label)
+            loss, mlm_loss, nsp_loss = pretraining_loss(logits, kept_labels[targets], nsp_logits, next_sentence_label)
         return BertForPreTrainingOutput(loss, logits, nsp_logits, mlm_loss, nsp_loss)
