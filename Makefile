@@ -100,7 +100,7 @@ pretrain: $(STAMP)  ## chapter 06's tiny BERT on the tasks' training text + Wiki
 finetune-compare: $(STAMP)  ## chapter 08: every task from scratch and runs/tiny (make pretrain first), 3 seeds each (about 12 min on 2 cores); runs/finetune
 	$(BIN)/python -m minibert.finetune --compare --inits scratch,runs/tiny/checkpoint --seeds 0,1,2
 
-finetune-compare-minilm: $(STAMP)  ## chapter 08: every task from the real MiniLM weights, 3 seeds (about 2.5 hours on 2 cores); added to runs/finetune
+finetune-compare-minilm: $(STAMP)  ## chapter 08: every task from the real MiniLM weights, 3 seeds (about 2.5 hours on 2 cores, estimated); added to runs/finetune
 	$(BIN)/python -m minibert.finetune --compare --inits minilm --seeds 0,1,2
 
 bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at chapter 06's setting, on this CPU

@@ -36,7 +36,7 @@ COMPARE_RECIPE = {  # per task, for the two tiny starts (scratch and ours); chos
     "ner": dict(epochs=10),  # all 1,837 training tweets: at 3 epochs (171 steps) both tiny models tag everything O
     "qa": dict(limit_train=1000, epochs=2),  # questions (each one or more windows of 192 positions)
 }
-MINILM_RECIPE = {  # MiniLM is about 25 times the computation per piece: the smaller budget it has had so far
+MINILM_RECIPE = {  # MiniLM is about 25 times the computation per piece: its own recipe, chosen on dev
     "sentiment": dict(epochs=2),  # all 10,201 training snippets (4,000 gave 82.3 +- 0.4 on test)
     "ner": dict(epochs=8),  # at 3 the dev F1 was still climbing (seed 0: 0, 18, 26); 8 levels off
     "qa": dict(epochs=2),  # all 2,524 generated training questions (1,000 gave dev F1 61.5 +- 7.3)
