@@ -109,8 +109,10 @@ bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at ch
 gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped at step 150, resumed, vs uninterrupted
 	$(BIN)/python -m minibert_course.gpu_check
 
-# The GPU machine's Python: python3.12 on PATH, else pyenv's; PY312=/path/to/python3.12 chooses another.
-PY312 ?= $(firstword $(shell command -v python3.12) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12))
+# The GPU machine's Python: python3.12 on PATH, else pyenv's; PY312=/path/to/python3.12 chooses another. Each
+# candidate must run and be 3.12: a pyenv shim on PATH fails when pyenv's version is another one.
+PY312 ?= $(firstword $(foreach p,$(shell command -v python3.12) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),\
+	$(if $(shell $(p) -c 'import sys; print(sys.version_info[:2] == (3, 12))' 2>/dev/null | grep True),$(p))))
 GPU_STACK := build/gpu-stack
 
 $(GPU_STACK)/.installed: gpu-stack.txt
