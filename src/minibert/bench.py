@@ -112,17 +112,17 @@ def executed_flops(config: BertConfig, batch: dict[str, torch.Tensor], path: str
     positions; minibert padded runs the head at the targets only; unpadded runs the layers at the N real pieces, and
     the last layer past attention at the M = targets + B rows the heads read. All three run attention in the (B, T)
     layout and the pooler and NSP classifier once per row."""
-    H, L, F, V = config.hidden_size, config.num_hidden_layers, config.intermediate_size, config.vocab_size
+    paths = ("transformers", "minibert", "minibert_unpadded")
+    if path not in paths:
+        raise ValueError(f"unknown path {path!r}: one of {', '.join(paths)}")
     B, T = batch["input_ids"].shape
     real, targets = int(batch["attention_mask"].sum()), int((batch["labels"] != IGNORE_INDEX).sum())
-    layer, head, past_attention = 4 * H * H + 2 * H * F, H * H + V * H, H * H + 2 * H * F  # weights a row meets
-    rows = {"transformers": (B * T * L, B * T), "minibert": (B * T * L, targets),
-            "minibert_unpadded": (real * L, targets)}  # (layer rows, head rows)
-    if path not in rows:
-        raise ValueError(f"unknown path {path!r}: one of {', '.join(rows)}")
-    layer_rows, head_rows = rows[path]
-    skipped = (real - targets - B) * past_attention if path == "minibert_unpadded" else 0
-    return 6 * (layer_rows * layer + head_rows * head - skipped + B * (H * H + 2 * H)) + 12 * L * H * T * B * T
+    head_rows = B * T if path == "transformers" else targets
+    step = flops_per_token(config, T, target_fraction=head_rows / (B * T)) * B * T  # every layer at all B·T positions
+    if path == "minibert_unpadded":  # less the layers at the padding, and the last one past attention at rows not kept
+        H, L, F = config.hidden_size, config.num_hidden_layers, config.intermediate_size
+        step -= 6 * ((B * T - real) * L * (4 * H * H + 2 * H * F) + (real - targets - B) * (H * H + 2 * H * F))
+    return round(step)  # an integer count; the float products above are exact to far below 0.5
 
 
 def _train_step_fn(model, optimizer, precision: str, ours: bool):

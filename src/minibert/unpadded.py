@@ -103,12 +103,13 @@ def unpadded_encoder(bert: BertModel, input_ids: torch.Tensor, attention_mask: t
     types = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
     # (N, 1): N sequences of one position each, so that BertEmbeddings' check of T against its positions holds
     x = bert.embeddings(p.pack(input_ids)[:, None], p.pack(types)[:, None], p.pack(positions)[:, None])[:, 0]
-    if keep is not None and bool((keep.bool() & ~attention_mask.bool()).any()):
+    kept = None if keep is None else p.pack(keep.bool())  # (N,): keep at the real pieces
+    if kept is not None and int(kept.sum()) != int(keep.bool().sum()):
         raise ValueError("keep is True at a padding position: only real pieces (attention_mask 1) can be kept")
     mask = padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
     last = len(bert.encoder.layer) - 1
     for i, layer in enumerate(bert.encoder.layer):
-        x = _layer(layer, x, p, mask, p.pack(keep.bool()) if keep is not None and i == last else None)  # (N or M, H)
+        x = _layer(layer, x, p, mask, kept if i == last else None)  # (N, H); (M, H) after the last
     return x, p
 
 
