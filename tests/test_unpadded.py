@@ -152,6 +152,36 @@ def test_dropout_is_on_in_training_and_off_in_eval():
                                rtol=1e-6, atol=1e-6)
 
 
+def test_the_cpu_dropout_draws_f_dropouts_distribution():
+    from minibert.unpadded import _dropout
+    torch.manual_seed(0)
+    x = torch.randn(400, 500, requires_grad=True)
+    y = _dropout(x, 0.1, True)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.9) < 0.004, "each entry kept with probability 1 - p (s.e. 0.0007 here)"
+    torch.testing.assert_close(y[kept], x[kept] / 0.9)  # the kept ones scaled by 1 / (1 - p), as F.dropout does
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.9)  # the gradient goes through the same mask
+    assert not torch.equal(kept, _dropout(x, 0.1, True) != 0), "a new mask at every call"
+    assert _dropout(x, 0.1, False) is x and _dropout(x, 0.0, True) is x
+    assert (_dropout(x, 1.0, True) == 0).all()
+
+
+@pytest.mark.parametrize("hidden, attention", [(0.1, 0.0), (0.0, 0.1)])
+def test_training_mode_applies_each_dropout_and_otherwise_computes_the_padded_function(monkeypatch, hidden, attention):
+    """With dropout on only in the hidden states, or only in attention (written out on a CPU, not SDPA), training-mode
+    calls differ; with the masks made all-ones, training mode computes exactly the padded model's eval function."""
+    import minibert.unpadded as unpadded_module
+    config = BertConfig.tiny(vocab_size=600, hidden_dropout_prob=hidden, attention_probs_dropout_prob=attention)
+    padded, unpadded = pair(config)
+    b = batch()
+    first, second = (unpadded.train()(**b, targets_only=True).loss.item() for _ in range(2))
+    assert first != second
+    monkeypatch.setattr(unpadded_module, "_dropout", lambda x, p, training: x)
+    ours, theirs = unpadded.train()(**b, targets_only=True).loss, padded.eval()(**b, targets_only=True).loss
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+
+
 def test_more_positions_than_the_model_has_is_refused_with_the_fix():
     padded, _ = pair(BertConfig.tiny(vocab_size=600, max_position_embeddings=16))
     ids = torch.randint(5, 600, (2, 20))

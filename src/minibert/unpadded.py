@@ -12,6 +12,11 @@ Why the last layer stops early: pretraining's heads read only the MLM targets (~
 In the last layer every piece is still needed as a key and a value, but only the rows the heads read need what comes
 after attention (the output projection, the feed-forward block, two LayerNorms: 9 of the layer's 12 H² weights per
 row at the usual I = 4H), so those run on the kept rows only. MosaicBERT does the same (`subset_idx`).
+Why its own dropout: dropout is position-wise too, so the packed rows get their masks from the same distribution as
+the padded ones (not the same random numbers). On a CPU `F.dropout` draws its mask with `bernoulli_`, and SDPA's CPU
+kernel has no dropout (with it, attention falls back to a written-out path that draws with `bernoulli_` too); drawing
+the mask with `torch.rand` instead is the same distribution in about half the time (the cell after this one measures
+it). On a GPU both keep their fused kernels.
 Why a second forward over the same modules rather than a second model: the weights, their names and the checkpoints
 are BertForPreTraining's; `UnpaddedBertForPreTraining` only changes how a batch flows through them, so a checkpoint
 trained on either path loads on the other, and `transformers` loads both.
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from minibert.attention import BertSelfAttention, padding_mask
+from minibert.attention import BertResidual, BertSelfAttention, padding_mask
 from minibert.heads import BertForPreTraining, BertForPreTrainingOutput, pretraining_loss
 from minibert.masking import IGNORE_INDEX
 from minibert.model import BertLayer, BertModel, check_input_ids
@@ -57,6 +62,21 @@ def packing(attention_mask: torch.Tensor) -> Packing:
     return Packing(attention_mask.reshape(-1).bool().nonzero().squeeze(1), B, T)
 
 
+def _dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """F.dropout's distribution: each entry kept with probability 1 - p and scaled by 1 / (1 - p), zero otherwise. On a
+    CPU the mask comes from `torch.rand` (see the module's docstring for why); elsewhere it is F.dropout."""
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu" or p >= 1.0:
+        return F.dropout(x, p, training=True)
+    return x * torch.rand_like(x).ge_(p).mul_(1.0 / (1.0 - p))  # u ~ U[0, 1): kept when u >= p, probability 1 - p
+
+
+def _output(block: BertResidual, h: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """BertResidual's LayerNorm(dropout(dense(h)) + residual), with `_dropout`. (M, ...) -> (M, H)."""
+    return block.LayerNorm(_dropout(block.dense(h), block.dropout.p, block.training) + residual)
+
+
 def _attention(self_attention: BertSelfAttention, x: torch.Tensor, p: Packing, mask: torch.Tensor) -> torch.Tensor:
     """Multi-head self-attention of packed rows (N, H) -> (N, H). Q, K and V come from one matrix product (the three
     weights side by side: one (N, H) x (H, 3H) product instead of three thin ones); attention itself runs per
@@ -66,8 +86,12 @@ def _attention(self_attention: BertSelfAttention, x: torch.Tensor, p: Packing, m
     bias = torch.cat([sa.query.bias, sa.key.bias, sa.value.bias])  # (3H,)
     qkv = p.unpack(F.linear(x, weight, bias))  # (N, 3H) -> (B, T, 3H)
     q, k, v = qkv.view(p.batch, p.seq, 3, A, d).permute(2, 0, 3, 1, 4)  # 3 x (B, A, T, d)
-    dropout_p = sa.dropout_p if sa.training else 0.0
-    context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, A, T, d)
+    if sa.training and sa.dropout_p > 0 and x.device.type == "cpu":  # SDPA's CPU kernel has no dropout: write it out
+        probs = (q @ k.transpose(-1, -2) * d**-0.5 + mask).softmax(-1)  # (B, A, T, T)
+        context = _dropout(probs, sa.dropout_p, True) @ v  # (B, A, T, d)
+    else:
+        dropout_p = sa.dropout_p if sa.training else 0.0
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, A, T, d)
     return p.pack(context.transpose(1, 2).reshape(p.batch, p.seq, A * d))  # (N, H)
 
 
@@ -78,8 +102,8 @@ def _layer(layer: BertLayer, x: torch.Tensor, p: Packing, mask: torch.Tensor,
     context = _attention(layer.attention.self, x, p, mask)  # (N, H)
     if keep is not None:
         context, x = context[keep], x[keep]  # (M, H)
-    attended = layer.attention.output(context, x)  # LayerNorm(x + Attn(x))
-    return layer.output(layer.intermediate(attended), attended)  # LayerNorm(h + FFN(h))
+    attended = _output(layer.attention.output, context, x)  # LayerNorm(x + Attn(x))
+    return _output(layer.output, layer.intermediate(attended), attended)  # LayerNorm(h + FFN(h))
 
 
 def unpadded_encoder(bert: BertModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -101,8 +125,10 @@ def unpadded_encoder(bert: BertModel, input_ids: torch.Tensor, attention_mask: t
     p = packing(attention_mask)
     positions = torch.arange(T, device=input_ids.device).expand(B, T)  # (B, T)
     types = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
-    # (N, 1): N sequences of one position each, so that BertEmbeddings' check of T against its positions holds
-    x = bert.embeddings(p.pack(input_ids)[:, None], p.pack(types)[:, None], p.pack(positions)[:, None])[:, 0]
+    e = bert.embeddings  # BertEmbeddings' sum of three lookups, LayerNorm, dropout, on the N real pieces: (N, H)
+    x = e.LayerNorm(e.word_embeddings(p.pack(input_ids)) + e.token_type_embeddings(p.pack(types))
+                    + e.position_embeddings(p.pack(positions)))
+    x = _dropout(x, e.dropout.p, e.training)
     kept = None if keep is None else p.pack(keep.bool())  # (N,): keep at the real pieces
     if kept is not None and int(kept.sum()) != int(keep.bool().sum()):
         raise ValueError("keep is True at a padding position: only real pieces (attention_mask 1) can be kept")
