@@ -167,19 +167,42 @@ def test_the_cpu_dropout_draws_f_dropouts_distribution():
     assert (_dropout(x, 1.0, True) == 0).all()
 
 
-@pytest.mark.parametrize("hidden, attention", [(0.1, 0.0), (0.0, 0.1)])
-def test_training_mode_applies_each_dropout_and_otherwise_computes_the_padded_function(monkeypatch, hidden, attention):
-    """With dropout on only in the hidden states, or only in attention (written out on a CPU, not SDPA), training-mode
-    calls differ; with the masks made all-ones, training mode computes exactly the padded model's eval function."""
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_cpu_dropout_keeps_its_probability_in_half_precision(dtype):
+    """bf16 has about 2,000 values in [0, 1): uniform numbers drawn in it would drop ~2x too often at a small p."""
+    from minibert.unpadded import _dropout
+    torch.manual_seed(0)
+    y = _dropout(torch.ones(2000, 1000, dtype=dtype), 0.001, True)
+    assert y.dtype == dtype
+    dropped = int((y == 0).sum())
+    assert abs(dropped - 2_000) < 225, f"{dropped} of 2,000,000 dropped at p = 0.001: 2,000 +- 45 expected"
+
+
+def fake_dropout(x, p=0.5, training=True, inplace=False):
+    """A stand-in for dropout that is deterministic but not affine (LayerNorm would cancel a scale or a shift) and
+    depends on p: if both paths call it at the same places with the same p, they compute the same function."""
+    return x * (1 + p * torch.sin(3 * x)) if training and p > 0 else x
+
+
+def test_each_dropout_sits_where_the_padded_model_has_it(monkeypatch):
+    """The padded model's dropouts (nn.Dropout and attention's F.dropout, on its written-out path) and the unpadded
+    path's `_dropout` replaced by the same deterministic stand-in: the two paths must then agree, which they only do
+    if every dropout is at the same place, on the same tensor, with the same p (hidden 0.1, attention 0.2 here)."""
+    import torch.nn.functional as F
+
     import minibert.unpadded as unpadded_module
-    config = BertConfig.tiny(vocab_size=600, hidden_dropout_prob=hidden, attention_probs_dropout_prob=attention)
+    config = BertConfig.tiny(vocab_size=600, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.2)
     padded, unpadded = pair(config)
     b = batch()
+    monkeypatch.setattr(unpadded_module, "_dropout", fake_dropout)
+    monkeypatch.setattr(F, "dropout", fake_dropout)  # nn.Dropout and chapter 03's written-out attention call it
+    ours = unpadded.train()(**b, targets_only=True)
+    theirs = padded.train()(**b, targets_only=True, output_attentions=True)  # the path with F.dropout on the probs
+    torch.testing.assert_close(ours.loss, theirs.loss, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(ours.seq_relationship_logits, theirs.seq_relationship_logits, rtol=1e-5, atol=1e-5)
+    monkeypatch.undo()
     first, second = (unpadded.train()(**b, targets_only=True).loss.item() for _ in range(2))
-    assert first != second
-    monkeypatch.setattr(unpadded_module, "_dropout", lambda x, p, training: x)
-    ours, theirs = unpadded.train()(**b, targets_only=True).loss, padded.eval()(**b, targets_only=True).loss
-    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+    assert first != second, "with the real dropout, new masks at every call"
 
 
 def test_more_positions_than_the_model_has_is_refused_with_the_fix():

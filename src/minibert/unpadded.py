@@ -15,8 +15,9 @@ row at the usual I = 4H), so those run on the kept rows only. MosaicBERT does th
 Why its own dropout: dropout is position-wise too, so the packed rows get their masks from the same distribution as
 the padded ones (not the same random numbers). On a CPU `F.dropout` draws its mask with `bernoulli_`, and SDPA's CPU
 kernel has no dropout (with it, attention falls back to a written-out path that draws with `bernoulli_` too); drawing
-the mask with `torch.rand` instead is the same distribution in about half the time (the cell after this one measures
-it). On a GPU both keep their fused kernels.
+the mask with `torch.rand` instead is the same distribution in about half the time (chapter 09, section 6, measures
+it). The uniform numbers are drawn in fp32 whatever the activations' dtype: bf16 has too few values in [0, 1) to hit
+a keep probability of 0.9 exactly. On a GPU both keep their fused kernels.
 Why a second forward over the same modules rather than a second model: the weights, their names and the checkpoints
 are BertForPreTraining's; `UnpaddedBertForPreTraining` only changes how a batch flows through them, so a checkpoint
 trained on either path loads on the other, and `transformers` loads both.
@@ -69,7 +70,8 @@ def _dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
         return x
     if x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, training=True)
-    return x * torch.rand_like(x).ge_(p).mul_(1.0 / (1.0 - p))  # u ~ U[0, 1): kept when u >= p, probability 1 - p
+    keep = torch.rand_like(x, dtype=torch.float32).ge_(p)  # u ~ U[0, 1) in fp32: kept when u >= p, probability 1 - p
+    return x * keep.mul_(1.0 / (1.0 - p)).to(x.dtype)
 
 
 def _output(block: BertResidual, h: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
