@@ -169,7 +169,8 @@ def test_the_cpu_dropout_draws_f_dropouts_distribution():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_the_cpu_dropout_keeps_its_probability_in_half_precision(dtype):
-    """bf16 has about 2,000 values in [0, 1): uniform numbers drawn in it would drop ~2x too often at a small p."""
+    """torch.rand drawn in bf16 takes only about 2,000 distinct values: compared with p = 0.001 it dropped 5,862 of
+    these 2,000,000 (fp16: 2,563); drawn in fp32, 2,000 +- 45."""
     from minibert.unpadded import _dropout
     torch.manual_seed(0)
     y = _dropout(torch.ones(2000, 1000, dtype=dtype), 0.001, True)

@@ -16,8 +16,9 @@ Why its own dropout: dropout is position-wise too, so the packed rows get their 
 the padded ones (not the same random numbers). On a CPU `F.dropout` draws its mask with `bernoulli_`, and SDPA's CPU
 kernel has no dropout (with it, attention falls back to a written-out path that draws with `bernoulli_` too); drawing
 the mask with `torch.rand` instead is the same distribution in about half the time (chapter 09, section 6, measures
-it). The uniform numbers are drawn in fp32 whatever the activations' dtype: bf16 has too few values in [0, 1) to hit
-a keep probability of 0.9 exactly. On a GPU both keep their fused kernels.
+it). The uniform numbers are drawn in fp32 whatever the activations' dtype: drawn in bf16 they take too few distinct
+values, and the keep probability is off (at p = 0.001, about three times too many drops). On a GPU both keep their
+fused kernels.
 Why a second forward over the same modules rather than a second model: the weights, their names and the checkpoints
 are BertForPreTraining's; `UnpaddedBertForPreTraining` only changes how a batch flows through them, so a checkpoint
 trained on either path loads on the other, and `transformers` loads both.
