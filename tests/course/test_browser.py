@@ -167,6 +167,20 @@ def korean_glyphs_problem(result: dict) -> str | None:
     return None
 
 
+def wait_for_notebook(page, notebook: Path) -> int:
+    """Wait until the page shows every code cell of `notebook` and its kernel is idle; return the number of code cells.
+    Not the first cell: on a busy machine the panel shows a placeholder cell while the notebook loads ("No Kernel |
+    Initializing"), and a Run All or a save then acts on that placeholder (seen once in a fresh-clone run)."""
+    code_cells = sum(1 for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code")
+    page.wait_for_function(
+        """n => document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell').length === n
+               && document.querySelector('.jp-Notebook-ExecutionIndicator') !== null
+               && !document.title.includes('Busy')
+               && /\\|\\s*Idle/.test(document.querySelector('#jp-main-statusbar')?.textContent ?? '')""",
+        arg=code_cells, timeout=120_000, polling=500)
+    return code_cells
+
+
 def test_a_chapter_runs_in_jupyterlab_with_its_plot_widget_and_visible_tests(browser, tmp_path):
     mutation = _autograder("mutation")
     # `make lab` serves notebooks/: the answered release goes into a folder of its own there, removed afterwards
@@ -179,14 +193,10 @@ def test_a_chapter_runs_in_jupyterlab_with_its_plot_widget_and_visible_tests(bro
         lab.start()
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(f"{lab.base}/lab/tree/{work.name}/{CHAPTER}.ipynb?token={lab.token}", timeout=120_000)
-        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
-        page.wait_for_function("() => document.querySelector('.jp-Notebook-ExecutionIndicator') !== null "
-                               "&& !document.title.includes('Busy')", timeout=120_000)
+        code_cells = wait_for_notebook(page, work / f"{CHAPTER}.ipynb")
         shot(page, "01-notebook-opened")
         page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
         page.click("li.lm-Menu-item:has-text('Run All Cells')")
-        code_cells = sum(1 for c in nbformat.read(work / f"{CHAPTER}.ipynb", as_version=4).cells
-                         if c.cell_type == "code")
         # every code cell has an execution number ([n], not [ ] or [*]) once the run is over
         page.wait_for_function(
             """n => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];

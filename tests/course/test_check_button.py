@@ -20,7 +20,7 @@ import urllib.request
 import nbformat
 import pytest
 from conftest import ROOT, _autograder
-from test_browser import LabOn, browser, shot  # noqa: F401 - browser is a fixture
+from test_browser import LabOn, browser, shot, wait_for_notebook  # noqa: F401 - browser is a fixture
 from test_check_service import Service, running_service, secrets_of
 
 from minibert_course.check import NOT_CONFIGURED
@@ -81,7 +81,7 @@ def test_the_check_button_answers_wrong_then_right(browser, service, tmp_path): 
         assert status == 200 and reply["status"] == "refused" and "notebook" in reply["error"], reply
         page = browser.new_page(viewport={"width": 1500, "height": 950})
         page.goto(f"{lab.base}/lab/tree/{work.name}/{CHAPTER}.ipynb?token={lab.token}", timeout=120_000)
-        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
+        wait_for_notebook(page, work / f"{CHAPTER}.ipynb")
         page.wait_for_selector(".jp-NotebookPanel-toolbar .minibert-CheckButton", timeout=60_000)
 
         text = click_check(page, "not-configured", 1)
