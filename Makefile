@@ -94,7 +94,7 @@ bench-grade: $(STAMP)  ## autograde 50 generated submissions with JOBS=1 and JOB
 bench-submission: $(STAMP)  ## autograde one student's whole course (the solutions); print each chapter's time
 	$(BIN)/python -m autograder.bench_grade --whole --jobs 1
 
-pretrain: $(STAMP)  ## chapter 06's tiny BERT on the tasks' training text + Wikipedia, 6,000 steps into runs/tiny (about 10 min on 2 cores; again: resumes)
+pretrain: $(STAMP)  ## chapter 06's tiny BERT on the tasks' training text + Wikipedia, 6,000 steps into runs/tiny (about 8-10 min on 2 cores; again: resumes)
 	$(BIN)/python -m minibert.pretrain --out runs/tiny --corpus course+wikipedia --seq-len 32 --batch-size 64 --vocab-size 4000 --steps 6000
 
 finetune-compare: $(STAMP)  ## chapter 08: every task from scratch and runs/tiny (make pretrain first), 3 seeds each (about 12 min on 2 cores); runs/finetune
