@@ -32,7 +32,8 @@ class Article:
 
 
 def wikipedia_sample_path() -> Path:
-    """The 107-page English Wikipedia sample (CC BY-SA 3.0) that gensim ships as test data."""
+    """The English Wikipedia sample (CC BY-SA 3.0) that gensim ships as test data: 206 pages, 106 articles once
+    redirects and other namespaces are skipped."""
     spec = importlib.util.find_spec("gensim")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(

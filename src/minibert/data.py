@@ -6,8 +6,8 @@ Why follow the script closely: its choices (target lengths, short sequences, whe
 decide what NSP and MLM see; a casual re-implementation changes the task. Deliberate differences, all stated in
 chapter 05: a NotNext B always comes from *another* document (the script tries 10 random draws); the short target
 length is drawn per pair, and the IsNext coin is tossed first, which brings the labels back to 50/50 (the script
-gives up to 61% NotNext on the Wikipedia sample, depending on the seed); a corpus that cannot be read fails with an
-error naming the file.
+gives up to 61% NotNext on the Wikipedia sample, depending on the seed); on a tie `truncate_seq_pair` trims A
+(the script trims B); a corpus that cannot be read fails with an error naming the file.
 """
 
 from __future__ import annotations
