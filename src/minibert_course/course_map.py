@@ -71,7 +71,8 @@ the end: a tokenizer, the encoder, the pretraining objectives and loop, task hea
 tools to pretrain at Base size on a GPU, and what came after BERT. Each chapter is a notebook; each notebook ends by
 writing your code into your package, so that later chapters, and anyone who imports `minibert`, run on it.
 
-Work through the chapters **in order**: each one imports the modules of the chapters before it.
+Work through the chapters **in order**: each one builds on earlier ones (the table's *builds on* column) and imports
+their modules. `make lab`, in the folder of the student kit, opens JupyterLab on its `notebooks/`.
 
 `docs/lecture_coverage.md` lists every item of the lecture this course is built on (its sections, check questions,
 common misconceptions, self-check list and figures) with the cells that teach it and the tests that grade it, or
@@ -139,26 +140,35 @@ KOREAN = """## 핵심 정리 (Korean summary)
 - 이 course는 BERT를 부품별로 한 chapter씩 만들어 Python package `minibert`로 완성한다: tokenizer, encoder,
   pretraining objective와 loop, task head, 실제 데이터의 fine-tuning, GPU에서 Base 크기로 pretraining하는 도구,
   BERT 이후의 모델. 각 chapter의 마지막 cell이 여러분의 코드를 package에 써 넣으므로, 뒤의 chapter와 나중에
-  `minibert`를 import하는 사람은 모두 여러분의 코드로 실행된다. chapter는 **순서대로** 진행한다.
+  `minibert`를 import하는 사람은 모두 여러분의 코드로 실행된다. chapter는 **순서대로** 진행한다: 각 chapter는 앞
+  chapter(표의 *builds on*)의 module을 import한다. Student kit folder에서 `make lab`을 실행하면 `notebooks/`의
+  JupyterLab이 열린다.
 - 위 표의 "runs in"은 완성된 notebook을 CPU core 2개에서 처음부터 끝까지 실행하는 데 걸린 측정 시간이며, course가
-  chapter마다 제시하는 유일한 실행 시간이다. 더 긴 실행(`make pretrain`, `make finetune-compare`,
+  chapter마다 제시하는 유일한 실행 시간이다(GPU 없이; 측정한 날짜와 기계는 표 아래 영어 설명에 있다). 처음 읽고
+  exercise를 풀 때는 훨씬 오래 걸린다. 더 긴 실행(`make pretrain`, `make finetune-compare`,
   `make masking-rates`, chapter 09의 GPU check)은 별도 명령이고 각 chapter가 시간을 밝힌다.
 - 채점: *YOUR CODE HERE* cell의 `raise NotImplementedError()`를 코드로 바꾼다. 서술형 답(*YOUR ANSWER HERE*)은
   mark scheme에 따라 사람이 채점하며 그 전까지는 0점이다. 각 exercise 뒤의 visible test는 언제든 실행할 수 있고,
   실패하면 무엇이 틀렸는지(기댓값과 실제 값, 입력) 알려 준다. 예외로 chapter 10의 lecture 복습(참/거짓, quiz,
   BERT · RoBERTa · ELECTRA 표)의 visible test는 답의 **형식**(key, 글자, 숫자)만 확인하고 정답 여부는 확인하지 않는다.
   정답을 확인하면 답이 드러나기 때문이다. 그 점수는 hidden test만으로, 서술형 답은 사람이 정한다.
-- Hidden test는 강사가 채점할 때 추가되며 더 많은 경우와 흔한 실수를 시험한다. visible test 통과는 필요조건이지
-  충분조건이 아니다. 제출 전에 *Validate* 버튼이나 `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`로
-  확인한다.
+- Hidden test는 강사가 채점할 때 추가되며 더 많은 경우와 흔한 실수를 시험한다(채점되는 exercise마다 점수를 잃어야
+  하는 그럴듯한 오답 목록이 있다). visible test 통과는 필요조건이지 충분조건이 아니다. 제출 전에 *Validate* 버튼이나
+  `.venv/bin/nbgrader validate notebooks/01_wordpiece.ipynb`로 확인한다: notebook 전체를 실행하고 실패한 test를
+  보여 준다. 저장한 notebook을 강사가 안내하는 방법으로 제출한다.
 - Grader는 여러분의 answer cell(과 직접 추가한 code cell)을 course의 given cell, test와 함께 sandbox 안의 일반
   Python interpreter에서 실행한다. `!` 명령과 대부분의 magic은 실행되지 않고(`%time`, `%timeit`, `%prun`,
   `%%time`, `%%timeit`, `%%prun`, `%%capture` 아래의 코드는 실행된다), given cell이나 test cell을 고친 내용은 쓰이지
   않는다. 각 chapter는 이전 chapter의 reference 코드로 따로 채점하므로 chapter 02의 실수가 chapter 05의 점수를 깎지
   않는다. Feedback은 test별 점수를 보여 주고 hidden test는 보여 주지 않는다.
-- chapter를 export한 뒤에는 열려 있는 다른 notebook의 kernel을 다시 시작한다(Kernel > Restart). student kit
-  folder의 terminal에서 `make test`는 여러분의 `src/minibert`로 package test를 실행하고 chapter별 결과(pass / FAIL /
-  not yet exported)를 certificate로 보여 준다(course repository를 clone한 경우 `make test`는 강사용 전체 test suite다).
+- chapter를 export하기 전에는 그 함수가 완성할 chapter를 밝히는 `NotImplementedError`를 낸다. Export한 뒤에는 열려
+  있는 다른 notebook의 kernel을 다시 시작한다(Kernel > Restart): 실행 중인 kernel은 이미 import한 코드를 쓴다.
+  Student kit folder의 terminal에서 `make test`는 여러분의 `src/minibert`로 package test를 실행하고 chapter별
+  결과(pass / FAIL / not yet exported)를 certificate로 보여 준다(course repository를 clone한 경우 `make test`는
+  강사용 전체 test suite다). `make pretrain`은 여러분의 loop로 tiny BERT를 pretraining하고,
+  `.venv/bin/python -m minibert.finetune --help`가 fine-tuning 방법을 보여 주며, 다른 환경에서는
+  `pip install -e path/to/the/course`로 `import minibert`를 쓸 수 있다. 아래 cell은 지금까지 export한 chapter를
+  보여 준다.
 - `docs/lecture_coverage.md`는 강의의 모든 항목(section, 확인 문제, 흔한 오해, self-check, 수치)이 어느 cell에서
   가르쳐지고 어느 test가 채점하는지, 또는 채점되지 않는지를 보여 준다."""
 
