@@ -11,6 +11,7 @@ import json
 import math
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from minibert.config import BertConfig
 from minibert.finetune import (
     FinetuneConfig,
     _init_name,
+    answer_sentences,
     build_model,
     collate,
     extend_positions,
@@ -31,6 +33,7 @@ from minibert.finetune import (
     ner_features,
     qa_answers,
     qa_evaluate,
+    qa_features,
     sentiment_evaluate,
     sentiment_features,
     train,
@@ -358,6 +361,71 @@ def test_ctrl_c_stops_after_the_step_and_the_resumed_run_ends_bit_for_bit(tmp_pa
     assert resumed["history"] == [{**h, "seconds": r["seconds"]} for h, r in
                                   zip(straight["history"], resumed["history"], strict=True)]
     assert resumed["test"] == straight["test"]
+
+
+def test_answer_sentences_keep_the_answer_in_its_sentence(tokenizer):
+    examples = load_qa("train")[:300]
+    given = json.loads(json.dumps(examples))
+    cut = answer_sentences(examples)
+    assert examples == given, "the examples given are not changed"
+    assert [e["id"] for e in cut] == [e["id"] for e in examples] and [e["question"] for e in cut] == [
+        e["question"] for e in examples]
+    shorter = 0
+    for before, after in zip(examples, cut, strict=True):
+        answer = after["answers"][0]
+        assert after["context"][answer["answer_start"]:][:len(answer["text"])] == answer["text"]
+        assert after["context"] in before["context"]
+        shorter += len(after["context"]) < len(before["context"])
+    assert shorter >= 250, f"only {shorter} of 300 contexts were cut to a sentence"
+    across = {"id": "x", "question": "What?", "context": "It rained. Then it snowed. Later it froze.",
+              "answers": [{"text": "rained. Then", "answer_start": 3}]}
+    assert answer_sentences([across]) == [across], "an answer across a sentence end keeps its paragraph"
+    inside = {**across, "answers": [{"text": "snowed", "answer_start": 19}]}
+    assert answer_sentences([inside])[0]["context"] == "Then it snowed."
+    assert answer_sentences([inside])[0]["answers"] == [{"text": "snowed", "answer_start": 8}]
+    cfg = FinetuneConfig(task="qa", max_seq_length=64, doc_stride=16)
+    whole = qa_features(tokenizer, [inside], cfg)[0]
+    one = qa_features(tokenizer, [inside], replace(cfg, qa_context="sentence"))[0]
+    assert len(one["input_ids"]) < len(whole["input_ids"])
+    assert tokenizer.convert_ids_to_tokens(one["input_ids"][one["start_positions"]:one["end_positions"] + 1]) == [
+        "snow", "##ed"]
+
+
+@pytest.fixture(scope="module")
+def two_layers(tmp_path_factory, tokenizer) -> Path:
+    folder = tmp_path_factory.mktemp("two") / "checkpoint"
+    torch.manual_seed(1)
+    BertForPreTraining(BertConfig.tiny(vocab_size=len(tokenizer), max_position_embeddings=32,
+                                       **{**SMALL, "num_hidden_layers": 2})).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_frozen_layers_keep_their_loaded_weights_and_the_rest_trains(tmp_path, two_layers, capsys):
+    loaded = BertForPreTraining.from_pretrained(two_layers).state_dict()
+    cfg = small(tmp_path, task="sentiment", init=str(two_layers), epochs=1, freeze_layers=1)
+    train(cfg, progress=False)
+    assert "embeddings and layers 1-1 frozen" in capsys.readouterr().out
+
+    def changed() -> set[str]:
+        after = BertForSequenceClassification.from_pretrained(tmp_path / "run" / "checkpoint").state_dict()
+        return {k for k in after if k in loaded and not torch.equal(after[k], loaded[k])}
+
+    first = changed()
+    assert first and all(k.startswith("bert.encoder.layer.1.") or k.startswith("bert.pooler.") for k in first), \
+        "the embeddings and layer 0 are as loaded; layer 1 trained"
+    assert any(k.startswith("bert.encoder.layer.1.") for k in first)
+    train(replace(cfg, epochs=2), progress=False)  # resumes at the end of epoch 1: still frozen
+    assert changed() - first == set() and changed()
+    with pytest.raises(ValueError, match="has 2 encoder layers; give 0 .* to 2"):
+        train(small(tmp_path / "bad", task="sentiment", init=str(two_layers), freeze_layers=3), progress=False)
+
+
+def test_bad_qa_context_is_refused_with_the_choices(tmp_path):
+    with pytest.raises(ValueError, match="give 'paragraph' or 'sentence'"):
+        train(small(tmp_path, task="qa", qa_context="sentences"), progress=False)
+    with pytest.raises(ValueError, match="only with --task qa"):
+        train(small(tmp_path, task="ner", qa_context="sentence"), progress=False)
 
 
 # --------------------------------------------------------------------------------------------- CLI, comparison

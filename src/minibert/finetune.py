@@ -67,7 +67,8 @@ from minibert.training import (
 
 __all__ = ["train", "FinetuneConfig", "Task", "build_model", "extend_positions", "collate", "predict",
            "sentiment_features", "sentiment_evaluate", "ner_features", "ner_evaluate", "qa_features", "qa_answers",
-           "qa_evaluate", "answer_question", "label_pieces", "word_tags", "main"]
+           "qa_evaluate", "answer_question", "answer_sentences", "freeze_lower_layers", "label_pieces", "word_tags",
+           "main"]
 
 
 @dataclass
@@ -95,6 +96,11 @@ class FinetuneConfig:
                                                                    "--seq-len"))
     doc_stride: int = field(default=64, metadata=arg("qa: context pieces shared by two windows of a long context"))
     label_all_pieces: bool = field(default=False, metadata=arg("ner: label every piece of a word, not the first"))
+    qa_context: str = field(default="paragraph", metadata=arg("qa: train on the whole 'paragraph' or only on the "
+                                                               "'sentence' that holds the answer (dev and test: "
+                                                               "always the paragraph)"))
+    freeze_layers: int = field(default=0, metadata=arg("keep the embeddings and the first N encoder layers as "
+                                                        "loaded: train only the layers above and the head"))
     limit_train: int | None = field(default=None, metadata=arg("use only the first N training examples"))
     limit_eval: int | None = field(default=None, metadata=arg("use only the first N dev and test examples"))
     seed: int = field(default=0, metadata=arg("seed of the new head, the batch order and dropout"))
@@ -228,7 +234,9 @@ def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneCon
     """Question + context -> training windows of max_seq_length (overlapping by doc_stride), each with its answer's
     first and last piece (0, 0: `[CLS]`, when this window does not hold the answer, as in BERT's SQuAD code). A
     question too long to leave more than doc_stride pieces of context is left out, with a warning that counts them
-    (generated questions echo a whole sentence)."""
+    (generated questions echo a whole sentence). With qa_context="sentence" the context is the answer's sentence."""
+    if cfg.qa_context == "sentence":
+        examples = answer_sentences(examples)
     features, skipped = [], 0
     for example in examples:
         answer = example["answers"][0]
@@ -244,6 +252,30 @@ def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneCon
         warnings.warn(f"{skipped} of {len(examples)} training questions left out: too long for max_seq_length="
                       f"{cfg.seq_length()} with doc_stride={cfg.doc_stride}", stacklevel=2)
     return features
+
+
+def answer_sentences(examples: list[dict]) -> list[dict]:
+    """Each QA example with its context cut down to the sentence that holds its first answer (answer_start moved with
+    it); an answer that crosses a sentence end keeps its whole paragraph.
+
+    Why: in a paragraph of 5 to 10 sentences a year or a number is almost always somewhere in the window, and the
+    generated questions ask for one far more often than for a name; a briefly trained model learns "find the year",
+    not "read the question". One sentence holds fewer candidates of each kind, so the question word has to decide.
+    The sentences are cut by the generator's own splitter (`qa_generation.sentence_offsets`), the one its templates
+    read, so the answer lies in one of them."""
+    from minibert.qa_generation import sentence_offsets
+
+    cut = []
+    for example in examples:
+        answer = example["answers"][0]
+        start, end = answer["answer_start"], answer["answer_start"] + len(answer["text"])
+        for offset, sentence in sentence_offsets(example["context"]):
+            if offset <= start and end <= offset + len(sentence):
+                example = {**example, "context": sentence,
+                           "answers": [{"text": answer["text"], "answer_start": start - offset}]}
+                break
+        cut.append(example)
+    return cut
 
 
 def answer_question(model, tokenizer: BertTokenizer, question: str, context: str, max_seq_length: int = 192,
@@ -339,6 +371,26 @@ def extend_positions(model: nn.Module, positions: int) -> None:
     model.config.max_position_embeddings = model.bert.config.max_position_embeddings = positions
 
 
+def freeze_lower_layers(model: nn.Module, n_layers: int) -> None:
+    """Keep the embeddings and the first `n_layers` encoder layers at their loaded weights (requires_grad False: no
+    gradient, so AdamW leaves them alone); the layers above and the new head still train.
+
+    Why: fine-tuning changes mostly the top layers of BERT anyway (Merchant et al. 2020, "What happens to BERT
+    embeddings during fine-tuning?"), and training only the top quarter of its layers keeps about 90% of the full
+    fine-tuning quality (Lee et al. 2019, "What would Elsa do? Freezing layers during transformer fine-tuning");
+    ULMFiT (Howard and Ruder 2018) unfreezes from the top for the same reason. With a few hundred steps on a small,
+    lopsided training set, the lower layers are what a fully trained model can damage before it learns anything
+    useful (chapter 08's quick QA model measures it). Each step is also cheaper: no weight gradients below the first
+    trained layer."""
+    layers = model.bert.encoder.layer
+    if not 0 <= n_layers <= len(layers):
+        raise ValueError(f"--freeze-layers {n_layers}: this model has {len(layers)} encoder layers; give 0 (train "
+                         f"everything) to {len(layers)} (train the head only)")
+    if n_layers:
+        for module in (model.bert.embeddings, *layers[:n_layers]):
+            module.requires_grad_(False)
+
+
 def build_model(cfg: FinetuneConfig) -> tuple[nn.Module, BertTokenizer, str]:
     """The task model at its first weights, its tokenizer, and a line saying what was loaded."""
     task = TASKS[cfg.task]
@@ -386,6 +438,9 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
 
     if cfg.task not in TASKS:
         raise ValueError(f"unknown task {cfg.task!r}: give one of {sorted(TASKS)}")
+    if cfg.qa_context not in ("paragraph", "sentence") or (cfg.qa_context == "sentence" and cfg.task != "qa"):
+        raise ValueError(f"--qa-context {cfg.qa_context!r}: give 'paragraph' or 'sentence', and 'sentence' only with "
+                         "--task qa (the other tasks have no context to cut)")
     task, out = TASKS[cfg.task], cfg.run_dir()
     out.mkdir(parents=True, exist_ok=True)
     (out / "finetune_config.json").write_text(json.dumps(asdict(cfg), indent=2), encoding="utf-8")
@@ -401,6 +456,9 @@ def train(cfg: FinetuneConfig, progress: bool = True) -> dict:
         state = load_trainer_state(checkpoint)
         step, history, elapsed, losses = state["step"], state["history"], state["elapsed"], state["epoch_losses"]
         note = f"resumed from {checkpoint} at step {step}"
+    freeze_lower_layers(model, cfg.freeze_layers)  # a resumed run too: requires_grad is not in the checkpoint
+    if cfg.freeze_layers:
+        note += f"; embeddings and layers 1-{cfg.freeze_layers} frozen"
     if cfg.learning_rate is None:  # small models take (and need) larger steps
         cfg = replace(cfg, learning_rate=1e-4 if model.config.hidden_size >= 256 else 1e-3)
     features = task.featurize(tokenizer, train_set, cfg)
