@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 import torch
 from torch import nn
@@ -96,9 +97,9 @@ class FinetuneConfig:
                                                                    "--seq-len"))
     doc_stride: int = field(default=64, metadata=arg("qa: context pieces shared by two windows of a long context"))
     label_all_pieces: bool = field(default=False, metadata=arg("ner: label every piece of a word, not the first"))
-    qa_context: str = field(default="paragraph", metadata=arg("qa: train on the whole 'paragraph' or only on the "
-                                                               "'sentence' that holds the answer (dev and test: "
-                                                               "always the paragraph)"))
+    qa_context: Literal["paragraph", "sentence"] = field(default="paragraph", metadata=arg(
+        "qa: train on the whole 'paragraph' or only on the 'sentence' that holds the answer (dev and test: always the "
+        "paragraph)"))
     freeze_layers: int = field(default=0, metadata=arg("keep the embeddings and the first N encoder layers as "
                                                         "loaded: train only the layers above and the head"))
     limit_train: int | None = field(default=None, metadata=arg("use only the first N training examples"))
@@ -255,14 +256,14 @@ def qa_features(tokenizer: BertTokenizer, examples: list[dict], cfg: FinetuneCon
 
 
 def answer_sentences(examples: list[dict]) -> list[dict]:
-    """Each QA example with its context cut down to the sentence that holds its first answer (answer_start moved with
-    it); an answer that crosses a sentence end keeps its whole paragraph.
+    """Each QA example with its context cut down to the sentence that holds its first answer (only that answer is
+    kept, its answer_start moved with it); an answer that crosses a sentence end keeps its whole paragraph.
 
-    Why: in a paragraph of 5 to 10 sentences a year or a number is almost always somewhere in the window, and the
-    generated questions ask for one far more often than for a name; a briefly trained model learns "find the year",
-    not "read the question". One sentence holds fewer candidates of each kind, so the question word has to decide.
-    The sentences are cut by the generator's own splitter (`qa_generation.sentence_offsets`), the one its templates
-    read, so the answer lies in one of them."""
+    Why (our reading of chapter 08's quick runs, not a measurement): a paragraph usually holds a year or a number
+    somewhere, and the generated questions ask for one far more often than for a name, so a briefly trained model
+    learns "find the year", not "read the question"; one sentence holds fewer candidates of each kind, so the question
+    word has to decide. The sentences are cut by the generator's own splitter (`qa_generation.sentence_offsets`), the
+    one its templates read, so a generated answer lies within one sentence; other answers keep the paragraph."""
     from minibert.qa_generation import sentence_offsets
 
     cut = []
@@ -372,20 +373,22 @@ def extend_positions(model: nn.Module, positions: int) -> None:
 
 
 def freeze_lower_layers(model: nn.Module, n_layers: int) -> None:
-    """Keep the embeddings and the first `n_layers` encoder layers at their loaded weights (requires_grad False: no
-    gradient, so AdamW leaves them alone); the layers above and the new head still train.
+    """For n_layers >= 1, keep the embeddings (position rows added by `extend_positions` included) and the first
+    `n_layers` encoder layers at their loaded weights (requires_grad False: no gradient, so AdamW leaves them alone);
+    the layers above, the pooler (sentiment) and the new head still train. 0 freezes nothing.
 
-    Why: fine-tuning changes mostly the top layers of BERT anyway (Merchant et al. 2020, "What happens to BERT
+    Why: fine-tuning mostly changes the top layers of BERT anyway (Merchant et al. 2020, "What happens to BERT
     embeddings during fine-tuning?"), and training only the top quarter of its layers keeps about 90% of the full
-    fine-tuning quality (Lee et al. 2019, "What would Elsa do? Freezing layers during transformer fine-tuning");
-    ULMFiT (Howard and Ruder 2018) unfreezes from the top for the same reason. With a few hundred steps on a small,
-    lopsided training set, the lower layers are what a fully trained model can damage before it learns anything
-    useful (chapter 08's quick QA model measures it). Each step is also cheaper: no weight gradients below the first
-    trained layer."""
+    fine-tuning quality (Lee et al. 2019, "What would Elsa do? Freezing layers during transformer fine-tuning", with
+    12- and 24-layer models on GLUE-style tasks); ULMFiT (Howard and Ruder 2018) unfreezes gradually from the top to
+    avoid forgetting what pretraining learned. With a few hundred steps on a small, lopsided training set, the lower
+    layers are what training every layer can damage before it learns anything useful (our reading of chapter 08's
+    quick QA runs, where freezing is what made the model read the question). Each step is also cheaper: layers below
+    the first trained one need no backward pass."""
     layers = model.bert.encoder.layer
     if not 0 <= n_layers <= len(layers):
         raise ValueError(f"--freeze-layers {n_layers}: this model has {len(layers)} encoder layers; give 0 (train "
-                         f"everything) to {len(layers)} (train the head only)")
+                         f"everything) to {len(layers)} (train only the head, and the pooler if it has one)")
     if n_layers:
         for module in (model.bert.embeddings, *layers[:n_layers]):
             module.requires_grad_(False)
