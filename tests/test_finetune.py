@@ -416,7 +416,8 @@ def test_frozen_layers_keep_their_loaded_weights_and_the_rest_trains(tmp_path, t
         "the embeddings and layer 0 are as loaded; layer 1 trained"
     assert any(k.startswith("bert.encoder.layer.1.") for k in first)
     train(replace(cfg, epochs=2), progress=False)  # resumes at the end of epoch 1: still frozen
-    assert changed() - first == set() and changed()
+    second = changed()
+    assert second and second <= first
     with pytest.raises(ValueError, match="has 2 encoder layers; give 0 .* to 2"):
         train(small(tmp_path / "bad", task="sentiment", init=str(two_layers), freeze_layers=3), progress=False)
 
