@@ -24,7 +24,7 @@ KIT_ARGS ?=
 # Jupyter refuses to run as root (containers, cloud notebooks, CI) unless told: say so only when we are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab labextension test release check-sync student-kit grade check-service check-tokens check-catalogue formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm bench gpu-check gpu-rehearsal masking-rates lint clean
+.PHONY: lab labextension test release check-sync student-kit grade check-service check-tokens check-catalogue formgrader mutation bench-grade bench-submission pretrain finetune-compare finetune-compare-minilm finetune-quick-qa bench gpu-check gpu-rehearsal masking-rates lint clean
 
 $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit("minibert needs Python >= 3.10, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
@@ -102,6 +102,9 @@ finetune-compare: $(STAMP)  ## chapter 08: every task from scratch and runs/tiny
 
 finetune-compare-minilm: $(STAMP)  ## chapter 08: every task from the real MiniLM weights, 3 seeds (about 2.5 hours on 2 cores, estimated); added to runs/finetune
 	$(BIN)/python -m minibert.finetune --compare --inits minilm --seeds 0,1,2
+
+finetune-quick-qa: $(STAMP)  ## chapter 08: the quick QA model of the demo, 3 seeds, with its 4 frozen layers and with none (about 30 min on 2 cores); runs/finetune/quick
+	$(BIN)/python -m minibert.finetune --quick-qa-study --seeds 0,1,2
 
 bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at chapter 06's setting, on this CPU
 	$(BIN)/python -m minibert.bench --device cpu --config tiny --seq 32 --batch-size 64 --vocab-size 4000

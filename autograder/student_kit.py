@@ -56,7 +56,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # ARGS="--minutes 5" (the last of two values of a flag wins). `:=` here, so that an ARGS in your shell is not used.
 ARGS :=
 
-.PHONY: lab test pretrain finetune-compare finetune-compare-minilm bench gpu-check masking-rates
+.PHONY: lab test pretrain finetune-compare finetune-compare-minilm finetune-quick-qa bench gpu-check masking-rates
 $(STAMP): pyproject.toml constraints.txt data-requirements.txt
 \ttest -x $(BIN)/python || $(PYTHON) -m venv .venv
 \t$(BIN)/python -m pip install --quiet --upgrade pip
@@ -78,8 +78,11 @@ pretrain: $(STAMP)  ## chapter 06's tiny BERT with your code, 6,000 steps into r
 finetune-compare: $(STAMP)  ## chapter 08 with your code: every task from scratch and runs/tiny, 3 seeds (about 12 min)
 \t$(BIN)/python -m minibert.finetune --compare --inits scratch,runs/tiny/checkpoint --seeds 0,1,2 $(ARGS)
 
-finetune-compare-minilm: $(STAMP)  ## chapter 08 with your code: every task from MiniLM, 3 seeds (about an hour)
+finetune-compare-minilm: $(STAMP)  ## chapter 08, your code: every task from MiniLM, 3 seeds (about 2.5 h, estimated)
 \t$(BIN)/python -m minibert.finetune --compare --inits minilm --seeds 0,1,2 $(ARGS)
+
+finetune-quick-qa: $(STAMP)  ## chapter 08, your code: the quick QA model, 3 seeds, 4 or 0 layers frozen (about 30 min)
+\t$(BIN)/python -m minibert.finetune --quick-qa-study --seeds 0,1,2 $(ARGS)
 
 bench: $(STAMP)  ## chapter 09: training speed of your minibert vs transformers at chapter 06's setting, on this CPU
 \t$(BIN)/python -m minibert.bench --device cpu --config tiny --seq 32 --batch-size 64 --vocab-size 4000 $(ARGS)
@@ -184,7 +187,8 @@ your hand-in.
 ```bash
 make pretrain          # chapter 06's tiny BERT (runs/tiny, about 10 minutes on 2 cores); its fill-mask cell uses it
 make finetune-compare  # chapter 08's comparison of the tiny starts (after make pretrain; about 12 min): runs/finetune
-make finetune-compare-minilm  # the same from MiniLM's weights, added to it (about an hour)
+make finetune-compare-minilm  # the same from MiniLM's weights, added to it (about 2.5 hours, estimated)
+make finetune-quick-qa  # chapter 08's quick QA model, 3 seeds, with its 4 frozen layers and with none (about 30 min)
 make bench             # chapter 09: training speed of your minibert vs transformers on this CPU (under a minute)
 make gpu-check         # chapter 09 on a GPU (not yet run on one; meant to fit in 8 min): runs/gpu-check/gpu_check.json
 make masking-rates     # chapter 10's masking-rate study (about 35 minutes on 2 cores; run again: resumes)

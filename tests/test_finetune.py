@@ -650,3 +650,63 @@ def test_shipped_diagnosis_holds_the_probe_and_the_few_label_runs():
     assert all(r["task"] == "sentiment" and r["recipe"]["limit_train"] == 1000 for r in few)
     assert "--limit-train 1000" in diagnosis["few_labels_command"]
     assert len(comparison.probe_table(probe).splitlines()) == 5
+
+
+# ------------------------------------------------------------------------------------ chapter 08's quick QA model
+
+def test_quick_qa_study_runs_each_seed_frozen_and_not_and_answers_every_probe(tmp_path, capsys):
+    """`quick_qa_study` trains the demo's recipe once per seed and per freezing (few examples here) and keeps, per
+    run, the test and dev F1 of all the questions it scored and an answer to each probe, as a span of its context."""
+    rows = comparison.quick_qa_study(seeds=(1,), freeze_layers=(6, 0), out_root=str(tmp_path), progress=False,
+                                     limit_train=16, limit_eval=4)
+    assert [(r["init"], r["seed"]) for r in rows] == [("minilm-quick-f6", 1), ("minilm-quick-f0", 1)]
+    for r in rows:
+        assert r["recipe"] == {**comparison.QUICK_QA_RECIPE, "limit_train": 16, "limit_eval": 4,
+                               "freeze_layers": int(r["init"][-1]), "seed": r["seed"]}
+        assert r["percent"] == r["test"]["f1"] and r["dev_curve"] == [r["dev"]]
+        assert sum(s["n"] for s in r["analysis"]["per_type"].values()) == 4, "the test questions it scored"
+        assert [(a["question"], a["context"]) for a in r["answers"]] == list(comparison.QA_PROBES)
+        assert all(a["answer"] in a["context"] for a in r["answers"])
+    assert (tmp_path / "qa-f6-seed1" / "result.json").exists() and (tmp_path / "qa-f0-seed1" / "result.json").exists()
+    table = comparison.probe_answers_table(rows)
+    assert len(table.splitlines()) == len(comparison.QA_PROBES) * (1 + len(rows))
+    assert "minilm-quick-f0   seed 1:" in table
+    assert len(comparison.summarize(rows)) == 2
+
+
+def test_quick_qa_study_command_writes_its_rows(monkeypatch, tmp_path, capsys):
+    seen = {}
+
+    def fake(seeds, progress, **given):
+        seen.update(given, seeds=seeds)
+        row = {"task": "qa", "init": "minilm-quick-f4", "seed": 0, "metric": "f1", "percent": 50.0, "dev": 60.0,
+               "seconds": 1.0, "answers": [{"question": q, "context": c, "answer": "x"} for q, c in
+                                           comparison.QA_PROBES]}
+        return [row]
+
+    monkeypatch.setattr(comparison, "quick_qa_study", fake)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "finetune" / "quick").mkdir(parents=True)
+    assert finetune.main(["--quick-qa-study", "--seeds", "0,1,2", "--no-progress"]) == 0
+    assert seen == {"seeds": (0, 1, 2)}, "QUICK_QA_RECIPE as it is"
+    seen.clear()
+    assert finetune.main(["--quick-qa-study", "--lr", "3e-4", "--freeze-layers", "2", "--no-progress"]) == 0
+    assert seen == {"seeds": (0,), "learning_rate": 3e-4}, "a flag given overrides the recipe, but not the freezing"
+    written = json.loads((tmp_path / "runs/finetune/quick/quick_qa.json").read_text(encoding="utf-8"))
+    assert written[0]["percent"] == 50.0 and "Which company released BERT?" in capsys.readouterr().out
+
+
+def test_shipped_quick_qa_runs_were_made_with_the_current_recipe():
+    """Chapter 08 prints these without the runs: every seed with the demo's 4 frozen layers and with none, the
+    recipe the code has now (a changed recipe must ship new figures), every probe answered from its context."""
+    quick = comparison.shipped_comparison()["quick_qa"]
+    assert {"measured", "command"} <= set(quick) and "--quick-qa-study" in quick["command"]
+    rows = quick["rows"]
+    assert {(r["init"], r["seed"]) for r in rows} == {(f"minilm-quick-f{f}", s) for f in (4, 0)
+                                                      for s in comparison.COMPARE_SEEDS}
+    for r in rows:
+        assert r["recipe"] == {**comparison.QUICK_QA_RECIPE, "freeze_layers": int(r["init"][-1]), "seed": r["seed"]}
+        assert [(a["question"], a["context"]) for a in r["answers"]] == list(comparison.QA_PROBES)
+        assert all(a["answer"] in a["context"] for a in r["answers"])
+        assert sum(s["n"] for s in r["analysis"]["per_type"].values()) == len(finetune.TASKS["qa"].load("test"))
+        assert 0 <= r["percent"] <= 100 and r["dev_curve"] == [r["dev"]] and r["seconds"] > 0

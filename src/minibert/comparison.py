@@ -27,7 +27,8 @@ from minibert import finetune  # the loop (the module, not its names: this cell 
 
 __all__ = ["compare", "summarize", "comparison_table", "plot_comparison", "write_comparison", "shipped_comparison",
            "breakdowns", "breakdown_tables", "plot_breakdowns", "recipe_for", "linear_probe", "probe_table",
-           "COMPARE_INITS", "COMPARE_RECIPE", "MINILM_RECIPE", "COMPARE_SEEDS"]
+           "quick_qa_study", "probe_answers_table", "COMPARE_INITS", "COMPARE_RECIPE", "MINILM_RECIPE", "COMPARE_SEEDS",
+           "QUICK_QA_RECIPE", "QA_PROBES"]
 
 COMPARE_INITS = ("scratch", "runs/tiny/checkpoint", "minilm")
 COMPARE_SEEDS = (0, 1, 2)
@@ -86,6 +87,61 @@ def compare(tasks: tuple[str, ...] = tuple(finetune.TASKS), inits: tuple[str, ..
                              "dev_curve": [_percent(task, h[metric]) for h in result["history"]],
                              "seconds": result["seconds"], "recipe": recipe, "analysis": result["analysis"]})
     return rows
+
+
+QUICK_QA_RECIPE = dict(  # chapter 08's quick QA model (its demo cell): MiniLM, every generated question once
+    epochs=1, batch_size=16, learning_rate=1e-3, qa_context="sentence", freeze_layers=4, max_seq_length=128,
+    doc_stride=32)
+QA_PROBES = (  # the lecture's question, two rewordings, and three questions on other sentences
+    ("Which company released BERT?", "BERT was released by Google in 2018."),
+    ("Who released BERT?", "BERT was released by Google in 2018."),
+    ("When was BERT released?", "BERT was released by Google in 2018."),
+    ("Which company released BERT?", "Google released BERT in 2018."),
+    ("Who wrote Hamlet?", "Hamlet is a tragedy written by William Shakespeare around 1600."),
+    ("Where was Einstein born?", "Albert Einstein was born in Ulm, Germany, in 1879."),
+    ("In what year was Einstein born?", "Albert Einstein was born in Ulm, Germany, in 1879."),
+)
+
+
+def quick_qa_study(seeds: tuple[int, ...] = COMPARE_SEEDS, freeze_layers: tuple[int, ...] = (4, 0),
+                   out_root: str = "runs/finetune/quick", progress: bool = True, **settings) -> list[dict]:
+    """Chapter 08's quick QA model (`QUICK_QA_RECIPE`) for every seed, as the demo trains it and with `freeze_layers`
+    changed (0: every layer trained, the control). The demo scores 20 dev and test questions to be quick; here the
+    whole splits are scored, and the `QA_PROBES` answered. Rows as `compare`'s (so `comparison_table` prints them;
+    init "minilm-quick-fN"), plus "answers": one per probe. `settings` override the recipe (a test's few examples).
+
+    Why a study of its own: the quick recipe was chosen by its answers to the lecture's question, which one seed can
+    give by luck; the rows say how often it does, and what the freezing adds, from one command."""
+    from minibert.tokenization import BertTokenizer
+
+    rows = []
+    for frozen in freeze_layers:
+        for seed in seeds:
+            recipe = {**QUICK_QA_RECIPE, **settings, "freeze_layers": frozen, "seed": seed}
+            cfg = finetune.FinetuneConfig(task="qa", init="minilm", out_dir=f"{out_root}/qa-f{frozen}-seed{seed}",
+                                          **recipe)
+            result = finetune.train(cfg, progress=progress)
+            model = finetune.TASKS["qa"].model_class.from_pretrained(result["checkpoint"]).eval()
+            tokenizer = BertTokenizer.from_pretrained(result["checkpoint"])
+            answers = [{"question": q, "context": c, "answer": finetune.answer_question(
+                model, tokenizer, q, c, cfg.max_seq_length, cfg.doc_stride)["text"]} for q, c in QA_PROBES]
+            rows.append({"task": "qa", "init": f"minilm-quick-f{frozen}", "seed": seed, "metric": "f1",
+                         "percent": _percent("qa", result["test"]["f1"]), "test": result["test"],
+                         "dev": _percent("qa", result["dev"]["f1"]),
+                         "dev_curve": [_percent("qa", h["f1"]) for h in result["history"]],
+                         "seconds": result["seconds"], "recipe": recipe, "analysis": result["analysis"],
+                         "answers": answers})
+    return rows
+
+
+def probe_answers_table(rows: list[dict]) -> str:
+    """The probes' answers of `quick_qa_study`'s rows as text: one block per probe, one line per run."""
+    lines = []
+    for i, (question, context) in enumerate(QA_PROBES):
+        lines.append(f"{question}  /  {context}")
+        for r in rows:
+            lines.append(f"    {r['init']:<16} seed {r['seed']}: {r['answers'][i]['answer']!r}")
+    return "\n".join(lines)
 
 
 def summarize(rows: list[dict]) -> list[dict]:

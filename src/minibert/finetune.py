@@ -527,8 +527,12 @@ def _build_parser() -> argparse.ArgumentParser:
                         "prints a table and writes comparison.json and comparison.png into runs/finetune")
     parser.add_argument("--tasks", default=",".join(TASKS), help="with --compare (default: %(default)s)")
     parser.add_argument("--inits", default=",".join(COMPARE_INITS), help="with --compare (default: %(default)s)")
-    parser.add_argument("--seeds", default="0", help="with --compare: seeds per task and start, e.g. 0,1,2 (default: "
-                        "%(default)s)")
+    parser.add_argument("--seeds", default="0", help="with --compare or --quick-qa-study: seeds per run, e.g. "
+                        "0,1,2 (default: %(default)s)")
+    parser.add_argument("--quick-qa-study", action="store_true", help="chapter 08's quick QA model for every seed in "
+                        "--seeds, with its 4 frozen layers and with none (other flags given override its recipe); "
+                        "scores the whole dev and test splits, answers the probe questions, writes "
+                        "runs/finetune/quick/quick_qa.json")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
 
@@ -538,14 +542,23 @@ def main(argv: list[str] | None = None) -> int:
     progress = not args.pop("no_progress")
     comparing, tasks, inits = args.pop("compare"), args.pop("tasks").split(","), args.pop("inits").split(",")
     seeds = tuple(int(s) for s in args.pop("seeds").split(","))
+    quick_study = args.pop("quick_qa_study")
+    defaults = asdict(FinetuneConfig())
+    given = {k: v for k, v in args.items()  # flags given on the command line override the study's recipe
+             if v != defaults[k] and k not in ("task", "init", "out_dir", "like", "seed")}
     try:
+        if quick_study:
+            from minibert import comparison
+
+            given.pop("freeze_layers", None)  # the study's own: 4 (the demo's) and 0
+            rows = comparison.quick_qa_study(seeds, progress=progress, **given)
+            path = Path("runs/finetune/quick/quick_qa.json")
+            path.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+            print(f"{comparison.comparison_table(rows)}\n\n{comparison.probe_answers_table(rows)}\nwritten: {path}")
+            return 0
         if comparing:
             from minibert import comparison  # the study built on this module's loop
 
-            defaults = asdict(FinetuneConfig())
-            given = {k: v for k, v in args.items()  # flags given on the command line override COMPARE_RECIPE
-                     if v != defaults[k] and k not in ("task", "init", "out_dir", "like")}
-            given.pop("seed", None)  # --seeds, not --seed
             rows = comparison.compare(tuple(tasks), tuple(inits), progress=progress, seeds=seeds, **given)
             written = comparison.write_comparison(rows)  # with the rows of earlier comparisons it keeps
             print(comparison.comparison_table(json.loads(written[0].read_text(encoding="utf-8"))))

@@ -24,8 +24,9 @@ pytestmark = pytest.mark.slow
 CHAPTER = "01_wordpiece"
 # the kit's targets beyond `make lab` and `make test` that the chapters name, and the module each one runs
 STUDY_TARGETS = {"pretrain": "minibert.pretrain", "finetune-compare": "minibert.finetune",
-                 "finetune-compare-minilm": "minibert.finetune", "bench": "minibert.bench",
-                 "gpu-check": "minibert_course.gpu_check", "masking-rates": "minibert.variants"}
+                 "finetune-compare-minilm": "minibert.finetune", "finetune-quick-qa": "minibert.finetune",
+                 "bench": "minibert.bench", "gpu-check": "minibert_course.gpu_check",
+                 "masking-rates": "minibert.variants"}
 
 
 def package_digest() -> str:
