@@ -658,19 +658,20 @@ def test_quick_qa_study_runs_each_seed_frozen_and_not_and_answers_every_probe(tm
     """`quick_qa_study` trains the demo's recipe once per seed and per freezing (few examples here) and keeps, per
     run, the test and dev F1 of all the questions it scored and an answer to each probe, as a span of its context."""
     rows = comparison.quick_qa_study(seeds=(1,), freeze_layers=(6, 0), out_root=str(tmp_path), progress=False,
-                                     limit_train=16, limit_eval=4)
+                                     limit_train=16, limit_eval=4, batch_size=8)
     assert [(r["init"], r["seed"]) for r in rows] == [("minilm-quick-f6", 1), ("minilm-quick-f0", 1)]
     for r in rows:
-        assert r["recipe"] == {**comparison.QUICK_QA_RECIPE, "limit_train": 16, "limit_eval": 4,
+        assert r["recipe"] == {**comparison.QUICK_QA_RECIPE, "limit_train": 16, "limit_eval": 4, "batch_size": 8,
                                "freeze_layers": int(r["init"][-1]), "seed": r["seed"]}
         assert r["percent"] == r["test"]["f1"] and r["dev_curve"] == [r["dev"]]
+        assert 0 < r["train_seconds"] < r["seconds"], "training, then the scoring"
         assert sum(s["n"] for s in r["analysis"]["per_type"].values()) == 4, "the test questions it scored"
         assert [(a["question"], a["context"]) for a in r["answers"]] == list(comparison.QA_PROBES)
         assert all(a["answer"] in a["context"] for a in r["answers"])
     assert (tmp_path / "qa-f6-seed1" / "result.json").exists() and (tmp_path / "qa-f0-seed1" / "result.json").exists()
     table = comparison.probe_answers_table(rows)
     assert len(table.splitlines()) == len(comparison.QA_PROBES) * (1 + len(rows))
-    assert "minilm-quick-f0   seed 1:" in table
+    assert "    minilm-quick-f0  seed 1: " in table
     assert len(comparison.summarize(rows)) == 2
 
 
@@ -709,4 +710,4 @@ def test_shipped_quick_qa_runs_were_made_with_the_current_recipe():
         assert [(a["question"], a["context"]) for a in r["answers"]] == list(comparison.QA_PROBES)
         assert all(a["answer"] in a["context"] for a in r["answers"])
         assert sum(s["n"] for s in r["analysis"]["per_type"].values()) == len(finetune.TASKS["qa"].load("test"))
-        assert 0 <= r["percent"] <= 100 and r["dev_curve"] == [r["dev"]] and r["seconds"] > 0
+        assert 0 <= r["percent"] <= 100 and r["dev_curve"] == [r["dev"]] and 0 < r["train_seconds"] < r["seconds"]

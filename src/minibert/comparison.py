@@ -108,7 +108,8 @@ def quick_qa_study(seeds: tuple[int, ...] = COMPARE_SEEDS, freeze_layers: tuple[
     """Chapter 08's quick QA model (`QUICK_QA_RECIPE`) for every seed, as the demo trains it and with `freeze_layers`
     changed (0: every layer trained, the control). The demo scores 20 dev and test questions to be quick; here the
     whole splits are scored, and the `QA_PROBES` answered. Rows as `compare`'s (so `comparison_table` prints them;
-    init "minilm-quick-fN"), plus "answers": one per probe. `settings` override the recipe (a test's few examples).
+    init "minilm-quick-fN"), plus "answers", one per probe, and "train_seconds", the wall time before the scoring.
+    `settings` override the recipe (a test's few examples).
 
     Why a study of its own: the quick recipe was chosen by its answers to the lecture's question, which one seed can
     give by luck; the rows say how often it does, and what the freezing adds, from one command."""
@@ -129,8 +130,8 @@ def quick_qa_study(seeds: tuple[int, ...] = COMPARE_SEEDS, freeze_layers: tuple[
                          "percent": _percent("qa", result["test"]["f1"]), "test": result["test"],
                          "dev": _percent("qa", result["dev"]["f1"]),
                          "dev_curve": [_percent("qa", h["f1"]) for h in result["history"]],
-                         "seconds": result["seconds"], "recipe": recipe, "analysis": result["analysis"],
-                         "answers": answers})
+                         "seconds": result["seconds"], "train_seconds": result["history"][-1]["seconds"],
+                         "recipe": recipe, "analysis": result["analysis"], "answers": answers})
     return rows
 
 
@@ -163,13 +164,14 @@ def summarize(rows: list[dict]) -> list[dict]:
 
 def comparison_table(rows: list[dict]) -> str:
     """The comparison as a text table: every run (test and dev score, wall time), then mean ± standard error."""
-    lines = [f"{'task':<10} {'start':<8} {'seed':>4} {'test metric':<12} {'test':>6} {'dev':>6} {'wall':>8}"]
+    w = max([8, *(len(r["init"]) for r in rows)])  # the start's column, as wide as its longest name
+    lines = [f"{'task':<10} {'start':<{w}} {'seed':>4} {'test metric':<12} {'test':>6} {'dev':>6} {'wall':>8}"]
     for r in rows:
-        lines.append(f"{r['task']:<10} {r['init']:<8} {r.get('seed', 0):>4} {r['metric']:<12} {r['percent']:6.1f} "
+        lines.append(f"{r['task']:<10} {r['init']:<{w}} {r.get('seed', 0):>4} {r['metric']:<12} {r['percent']:6.1f} "
                      f"{r.get('dev', math.nan):6.1f} {r['seconds'] / 60:6.1f} m")
-    lines += ["", f"{'task':<10} {'start':<8} {'runs':>4} {'test, mean ± s.e.':>18} {'dev, mean ± s.e.':>18}"]
+    lines += ["", f"{'task':<10} {'start':<{w}} {'runs':>4} {'test, mean ± s.e.':>18} {'dev, mean ± s.e.':>18}"]
     for s in summarize(rows):
-        lines.append(f"{s['task']:<10} {s['init']:<8} {s['runs']:>4} {s['test']:11.1f} ± {s['test_se']:4.1f} "
+        lines.append(f"{s['task']:<10} {s['init']:<{w}} {s['runs']:>4} {s['test']:11.1f} ± {s['test_se']:4.1f} "
                      f"{s['dev']:11.1f} ± {s['dev_se']:4.1f}")
     return "\n".join(lines)
 
