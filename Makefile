@@ -103,7 +103,7 @@ finetune-compare: $(STAMP)  ## chapter 08: every task from scratch and runs/tiny
 finetune-compare-minilm: $(STAMP)  ## chapter 08: every task from the real MiniLM weights, 3 seeds (about 2.5 hours on 2 cores, estimated); added to runs/finetune
 	$(BIN)/python -m minibert.finetune --compare --inits minilm --seeds 0,1,2
 
-finetune-quick-qa: $(STAMP)  ## chapter 08: the quick QA model of the demo, 3 seeds, with its 4 frozen layers and with none (about 30 min on 2 cores); runs/finetune/quick
+finetune-quick-qa: $(STAMP)  ## chapter 08: the quick QA model of the demo, 3 seeds, with its 4 frozen layers and with none (about 25 min on 2 cores); runs/finetune/quick
 	$(BIN)/python -m minibert.finetune --quick-qa-study --seeds 0,1,2
 
 bench: $(STAMP)  ## chapter 09: training speed of minibert vs transformers at chapter 06's setting, on this CPU

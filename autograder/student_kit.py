@@ -81,7 +81,7 @@ finetune-compare: $(STAMP)  ## chapter 08 with your code: every task from scratc
 finetune-compare-minilm: $(STAMP)  ## chapter 08, your code: every task from MiniLM, 3 seeds (about 2.5 h, estimated)
 \t$(BIN)/python -m minibert.finetune --compare --inits minilm --seeds 0,1,2 $(ARGS)
 
-finetune-quick-qa: $(STAMP)  ## chapter 08, your code: the quick QA model, 3 seeds, 4 or 0 layers frozen (about 30 min)
+finetune-quick-qa: $(STAMP)  ## chapter 08, your code: the quick QA model, 3 seeds, 4 or 0 layers frozen (about 25 min)
 \t$(BIN)/python -m minibert.finetune --quick-qa-study --seeds 0,1,2 $(ARGS)
 
 bench: $(STAMP)  ## chapter 09: training speed of your minibert vs transformers at chapter 06's setting, on this CPU
@@ -188,7 +188,7 @@ your hand-in.
 make pretrain          # chapter 06's tiny BERT (runs/tiny, about 10 minutes on 2 cores); its fill-mask cell uses it
 make finetune-compare  # chapter 08's comparison of the tiny starts (after make pretrain; about 12 min): runs/finetune
 make finetune-compare-minilm  # the same from MiniLM's weights, added to it (about 2.5 hours, estimated)
-make finetune-quick-qa  # chapter 08's quick QA model, 3 seeds, with its 4 frozen layers and with none (about 30 min)
+make finetune-quick-qa  # chapter 08's quick QA model, 3 seeds, with its 4 frozen layers and with none (about 25 min)
 make bench             # chapter 09: training speed of your minibert vs transformers on this CPU (under a minute)
 make gpu-check         # chapter 09 on a GPU (not yet run on one; meant to fit in 8 min): runs/gpu-check/gpu_check.json
 make masking-rates     # chapter 10's masking-rate study (about 35 minutes on 2 cores; run again: resumes)
