@@ -669,6 +669,14 @@ def test_quick_qa_study_runs_each_seed_frozen_and_not_and_answers_every_probe(tm
         assert [(a["question"], a["context"]) for a in r["answers"]] == list(comparison.QA_PROBES)
         assert all(a["answer"] in a["context"] for a in r["answers"])
     assert (tmp_path / "qa-f6-seed1" / "result.json").exists() and (tmp_path / "qa-f0-seed1" / "result.json").exists()
+    # the freezing is the run's: with all 6 layers frozen the last layer is MiniLM's, with none it has moved
+    qa_model = finetune.TASKS["qa"].model_class
+    key = "bert.encoder.layer.5.output.dense.weight"
+    with pytest.warns(UserWarning, match="newly initialized"):  # MiniLM's body, a QA head drawn anew
+        loaded = qa_model.from_pretrained(finetune.pretrained_dir()).state_dict()[key]
+    for frozen, same in ((6, True), (0, False)):
+        trained = qa_model.from_pretrained(tmp_path / f"qa-f{frozen}-seed1" / "checkpoint").state_dict()[key]
+        assert torch.equal(trained, loaded) == same, frozen
     table = comparison.probe_answers_table(rows)
     assert len(table.splitlines()) == len(comparison.QA_PROBES) * (1 + len(rows))
     assert "    minilm-quick-f0  seed 1: " in table
@@ -678,8 +686,8 @@ def test_quick_qa_study_runs_each_seed_frozen_and_not_and_answers_every_probe(tm
 def test_quick_qa_study_command_writes_its_rows(monkeypatch, tmp_path, capsys):
     seen = {}
 
-    def fake(seeds, progress, **given):
-        seen.update(given, seeds=seeds)
+    def fake(seeds, freeze_layers, progress, **given):
+        seen.update(given, seeds=seeds, freeze_layers=freeze_layers)
         row = {"task": "qa", "init": "minilm-quick-f4", "seed": 0, "metric": "f1", "percent": 50.0, "dev": 60.0,
                "seconds": 1.0, "answers": [{"question": q, "context": c, "answer": "x"} for q, c in
                                            comparison.QA_PROBES]}
@@ -689,10 +697,10 @@ def test_quick_qa_study_command_writes_its_rows(monkeypatch, tmp_path, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs" / "finetune" / "quick").mkdir(parents=True)
     assert finetune.main(["--quick-qa-study", "--seeds", "0,1,2", "--no-progress"]) == 0
-    assert seen == {"seeds": (0, 1, 2)}, "QUICK_QA_RECIPE as it is"
+    assert seen == {"seeds": (0, 1, 2), "freeze_layers": (4, 0)}, "QUICK_QA_RECIPE as it is, then the control"
     seen.clear()
     assert finetune.main(["--quick-qa-study", "--lr", "3e-4", "--freeze-layers", "2", "--no-progress"]) == 0
-    assert seen == {"seeds": (0,), "learning_rate": 3e-4}, "a flag given overrides the recipe, but not the freezing"
+    assert seen == {"seeds": (0,), "learning_rate": 3e-4, "freeze_layers": (2, 0)}, "flags given override the recipe"
     written = json.loads((tmp_path / "runs/finetune/quick/quick_qa.json").read_text(encoding="utf-8"))
     assert written[0]["percent"] == 50.0 and "Which company released BERT?" in capsys.readouterr().out
 

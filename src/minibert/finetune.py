@@ -530,9 +530,9 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", default="0", help="with --compare or --quick-qa-study: seeds per run, e.g. "
                         "0,1,2 (default: %(default)s)")
     parser.add_argument("--quick-qa-study", action="store_true", help="chapter 08's quick QA model for every seed in "
-                        "--seeds, with its 4 frozen layers and with none (other flags given override its recipe); "
-                        "scores the whole dev and test splits, answers the probe questions, writes "
-                        "runs/finetune/quick/quick_qa.json")
+                        "--seeds, with its 4 frozen layers (or --freeze-layers N) and with none; other flags given "
+                        "override its recipe; scores the whole dev and test splits, answers the probe questions, "
+                        "writes runs/finetune/quick/quick_qa.json")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
 
@@ -550,8 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         if quick_study:
             from minibert import comparison
 
-            given.pop("freeze_layers", None)  # the study's own: 4 (the demo's) and 0
-            rows = comparison.quick_qa_study(seeds, progress=progress, **given)
+            frozen = given.pop("freeze_layers", comparison.QUICK_QA_RECIPE["freeze_layers"])  # then none, the control
+            rows = comparison.quick_qa_study(seeds, freeze_layers=(frozen, 0), progress=progress, **given)
             path = Path("runs/finetune/quick/quick_qa.json")
             path.write_text(json.dumps(rows, indent=2), encoding="utf-8")
             print(f"{comparison.comparison_table(rows)}\n\n{comparison.probe_answers_table(rows)}\nwritten: {path}")
