@@ -719,3 +719,25 @@ def test_shipped_quick_qa_runs_were_made_with_the_current_recipe():
         assert all(a["answer"] in a["context"] for a in r["answers"])
         assert sum(s["n"] for s in r["analysis"]["per_type"].values()) == len(finetune.TASKS["qa"].load("test"))
         assert 0 <= r["percent"] <= 100 and r["dev_curve"] == [r["dev"]] and 0 < r["train_seconds"] < r["seconds"]
+
+
+def test_chapter_08_quick_qa_demo_trains_with_the_shipped_recipe():
+    """The demo cell's quick QA model and the shipped quick runs (whose figures the text cites) are one recipe: the
+    cell's `finetuned("qa", ...)` settings over `finetuned`'s defaults equal QUICK_QA_RECIPE."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    cells = {c.get("id"): "".join(c["source"])
+             for c in json.loads((root / "solutions" / "08_finetuning.ipynb").read_text(encoding="utf-8"))["cells"]}
+
+    def calls(source: str, name: str) -> list[ast.Call]:
+        return [n for n in ast.walk(ast.parse(source.replace("#| demo", "")))
+                if isinstance(n, ast.Call) and getattr(n.func, "id", None) == name]
+
+    helper = next(n for n in ast.walk(ast.parse(cells["ch08-21"].replace("#| demo", "")))
+                  if isinstance(n, ast.Dict) and any(getattr(k, "value", None) == "epochs" for k in n.keys))
+    defaults = {k.value: ast.literal_eval(v) for k, v in zip(helper.keys, helper.values, strict=True) if k is not None}
+    (qa_call,) = [c for c in calls(cells["ch08-21a"], "finetuned") if ast.literal_eval(c.args[0]) == "qa"]
+    given = {k.arg: ast.literal_eval(k.value) for k in qa_call.keywords}
+    given.pop("limit_eval")  # the demo scores 20 dev questions; the study scores every one
+    assert {**defaults, **given} == comparison.QUICK_QA_RECIPE
