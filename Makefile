@@ -128,7 +128,7 @@ gpu-rehearsal: $(STAMP) $(GPU_STACK)/.installed  ## chapter 09: the GPU check's 
 	$(BIN)/python -m minibert_course.gpu_check --export-corpus build/wiki-txt
 	PYTHONPATH=src $(GPU_STACK)/bin/python3 -m minibert_course.gpu_check --cpu-twin --corpus build/wiki-txt --out runs/gpu-rehearsal
 
-masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 35 min as measured, less when idle; run again: resumes)
+masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking on make pretrain's corpus (about 22 min as measured; run again: resumes)
 	$(BIN)/python -m minibert.variants --masking-rates --out runs/masking-rates
 
 lint: $(STAMP)

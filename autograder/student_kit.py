@@ -90,7 +90,7 @@ bench: $(STAMP)  ## chapter 09: training speed of your minibert vs transformers 
 gpu-check: $(STAMP)  ## chapter 09 on a GPU: Base benchmarks (128, 512) + Base pretraining stopped, resumed, compared
 \t$(BIN)/python -m minibert_course.gpu_check $(ARGS)
 
-masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 35 min; again: resumes)
+masking-rates: $(STAMP)  ## chapter 10: tiny RoBERTa-style runs at 5/15/30/45% masking (about 22 min; again: resumes)
 \t$(BIN)/python -m minibert.variants --masking-rates --out runs/masking-rates $(ARGS)
 """
 
@@ -191,7 +191,7 @@ make finetune-compare-minilm  # the same from MiniLM's weights, added to it (abo
 make finetune-quick-qa  # chapter 08's quick QA model, 3 seeds, with its 4 frozen layers and with none (about 25 min)
 make bench             # chapter 09: training speed of your minibert vs transformers on this CPU (under a minute)
 make gpu-check         # chapter 09 on a GPU (not yet run on one; meant to fit in 8 min): runs/gpu-check/gpu_check.json
-make masking-rates     # chapter 10's masking-rate study (about 35 minutes on 2 cores; run again: resumes)
+make masking-rates     # chapter 10's masking-rate study (about 22 minutes on 2 cores; run again: resumes)
 ```
 
 Extra flags go in `ARGS`: `make bench ARGS="--rounds 1"`, `make pretrain ARGS="--minutes 5"` (`--help` of each

@@ -197,3 +197,19 @@ def test_the_command_line_refuses_nothing_to_do_and_rates_outside_0_1():
     run = subprocess.run([sys.executable, "-m", "minibert.variants", "--masking-rates", "--rates", "15"],
                          capture_output=True, text=True)
     assert run.returncode == 2 and "between 0 and 1" in run.stderr
+
+
+def test_the_shipped_masking_rate_study_was_made_with_the_current_setting():
+    """Chapter 10 prints and cites the shipped study when the student has not run one: it must be what
+    `make masking-rates` runs now (a changed default must ship new figures), the untrained encoder first, then every
+    rate, each with its own accuracies and probe."""
+    from dataclasses import asdict
+    from importlib.resources import files
+
+    shipped = json.loads((files("minibert") / "resources" / "masking_rates.json").read_text(encoding="utf-8"))
+    assert shipped["config"] == json.loads(json.dumps(asdict(StudyConfig())))
+    rows = shipped["rows"]
+    assert [r["rate"] for r in rows] == [0.0, *StudyConfig().rates] and rows[0]["accuracy_at_rate"] is None
+    for r in rows[1:]:
+        assert r["steps"] == StudyConfig().steps and 0 < r["accuracy_at_rate"] < 1 and r["pretrain_seconds"] > 0
+    assert all(0.5 < r["sentiment_probe"] < 1 and 0 <= r["accuracy_at_15"] < 1 for r in rows)
