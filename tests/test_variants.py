@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ from minibert.variants import (
     ElectraForPreTraining,
     MLMCollator,
     StudyConfig,
+    check_study_folder,
     electra_loss,
     generator_config,
     masking_rate_study,
@@ -189,6 +191,25 @@ def test_the_masking_rate_study_writes_its_rows_and_resumes(tmp_path, capsys):
     again = masking_rate_study(cfg, tmp_path)  # the models are reused: the same figures, no training
     assert [r["accuracy_at_15"] for r in again] == [r["accuracy_at_15"] for r in rows]
     assert all(a["pretrain_seconds"] == b["pretrain_seconds"] for a, b in zip(again[1:], rows[1:], strict=True))
+    # the folder's vocabulary and models belong to this setting: another one is refused, not given the old models
+    with pytest.raises(ValueError, match=r"seed 0 there, 1 now.*another --out"):
+        masking_rate_study(replace(cfg, seed=1), tmp_path)
+    run = subprocess.run([sys.executable, "-m", "minibert.variants", "--masking-rates", "--out", str(tmp_path),
+                          "--limit-documents", "6", "--vocab-size", "300", "--seq-len", "64", "--steps", "4"],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "max_seq_length 32 there, 64 now" in run.stderr
+    assert [r["accuracy_at_15"] for r in masking_rate_study(cfg, tmp_path)] == [r["accuracy_at_15"] for r in rows]
+
+
+def test_a_study_folder_without_a_recorded_setting_is_refused(tmp_path):
+    """A folder from before the setting was recorded (a vocabulary, rate models) cannot be checked: refused."""
+    (tmp_path / "rate-0.15").mkdir()
+    (tmp_path / "rate-0.15" / "study_row.json").write_text('{"rate": 0.15, "steps": 3000}', encoding="utf-8")
+    with pytest.raises(ValueError, match="before its setting was recorded"):
+        check_study_folder(StudyConfig(), tmp_path)
+    check_study_folder(StudyConfig(), tmp_path / "new")  # an empty or new folder is fine, and records the setting
+    recorded = json.loads((tmp_path / "new" / "study_config.json").read_text(encoding="utf-8"))
+    assert recorded["corpus"] == "course+wikipedia" and recorded["seed"] == 0
 
 
 def test_the_command_line_refuses_nothing_to_do_and_rates_outside_0_1():

@@ -37,7 +37,8 @@ from minibert.training import EpochSampler, Schedule, make_optimizer, train_step
 __all__ = ["pack_sentences", "MLMCollator", "replace_with_samples", "electra_loss", "ElectraForPreTraining",
            "ElectraForPreTrainingOutput", "ElectraDiscriminatorPredictions", "Electra", "ElectraOutput",
            "generator_config", "rtd_accuracy", "StudyConfig", "corpus_rows", "eval_batches", "mlm_accuracy",
-           "pretrain_rows", "sentence_features", "probe_sentiment", "masking_rate_study", "main", "plot_masking_rates"]
+           "pretrain_rows", "sentence_features", "probe_sentiment", "check_study_folder", "masking_rate_study", "main",
+           "plot_masking_rates"]
 
 MASKING_RATES = (0.05, 0.15, 0.30, 0.45)  # the study: BERT's 15%, ModernBERT's 30%, one below and one above
 
@@ -360,13 +361,42 @@ def probe_sentiment(encoder: BertModel, tokenizer: BertTokenizer, limit_train: i
     return (predicted == torch.tensor([y for _, y in test])).float().mean().item()
 
 
+TRAINING_FIELDS = ("corpus", "limit_documents", "vocab_size", "max_seq_length", "batch_size", "steps", "learning_rate",
+                   "seed")  # what the vocabulary and the models kept in a study folder depend on
+
+
+def check_study_folder(cfg: StudyConfig, out: Path) -> None:
+    """Record the setting in `out`/study_config.json, or refuse a folder made with another one. Why: a resumed study
+    reuses the folder's vocabulary and each rate's model, so a study run again with a new corpus, length or seed
+    into an old folder would report the old models under the new setting. A folder with models but no record (made
+    before the record existed) is refused too, since its setting is unknown."""
+    wanted = {k: v for k, v in json.loads(json.dumps(asdict(cfg))).items() if k in TRAINING_FIELDS}
+    record = out / "study_config.json"
+    if record.exists():
+        found = {k: v for k, v in json.loads(record.read_text(encoding="utf-8")).items() if k in TRAINING_FIELDS}
+    elif (out / "vocab.txt").exists() or any(out.glob("rate-*/study_row.json")):
+        raise ValueError(f"{out} holds a study made before its setting was recorded: its vocabulary and models may "
+                         f"come from another setting. Give another --out, or delete {out} to run the study anew.")
+    else:
+        found = wanted
+    changed = {k: (found.get(k), v) for k, v in wanted.items() if found.get(k) != v}
+    if changed:
+        said = ", ".join(f"{k} {a!r} there, {b!r} now" for k, (a, b) in changed.items())
+        raise ValueError(f"{out} holds a study made with another setting ({said}): its vocabulary and models would "
+                         f"be reused. Give another --out, or delete {out} to run the study anew.")
+    out.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(wanted, indent=2), encoding="utf-8")
+
+
 def masking_rate_study(cfg: StudyConfig, out: str | Path = "runs/masking-rates", progress: bool = True) -> list[dict]:
     """For each rate: pretrain a tiny BertForMaskedLM (RoBERTa-style) with the same everything else; measure the
     masked-token accuracy on held-out rows (masked at 15% for all, and at the run's own rate), and the sentiment
     probe (`probe_sentiment`). The first row (rate 0) is the untrained model: the probe's score without
     pretraining. Each rate's model is kept in `out`/rate-R and reused when the study is run again (an interrupted
-    study resumes); the rows go to `out`/masking_rates.json."""
+    study resumes); the rows go to `out`/masking_rates.json. A folder made with another setting is refused
+    (`check_study_folder`): its vocabulary and models would be reused silently."""
     out = Path(out)
+    check_study_folder(cfg, out)
     tokenizer, train_rows, held_out = corpus_rows(cfg, out)
     at_15 = eval_batches(tokenizer, held_out, 0.15)
     config = BertConfig.tiny(vocab_size=len(tokenizer), max_position_embeddings=cfg.max_seq_length)
@@ -440,6 +470,10 @@ def main(argv: list[str] | None = None) -> int:
     if any(not 0 < r < 1 for r in args.rates):
         parser.error(f"--rates must lie between 0 and 1 (a share of the positions), got {list(args.rates)}")
     cfg = config_from_args(StudyConfig, args)
+    try:
+        check_study_folder(cfg, Path(args.out))
+    except ValueError as e:
+        parser.error(str(e))
     masking_rate_study(cfg, args.out)
     print(f"wrote {Path(args.out) / 'masking_rates.json'}")
     return 0
