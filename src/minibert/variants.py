@@ -408,7 +408,7 @@ def masking_rate_study(cfg: StudyConfig, out: str | Path = "runs/masking-rates",
         start = time.perf_counter()
         folder = out / f"rate-{rate:.2f}"
         done = folder / "study_row.json"
-        if done.exists() and json.loads(done.read_text(encoding="utf-8"))["steps"] == cfg.steps:
+        if done.exists():  # made with this setting, steps included (`check_study_folder`)
             row = json.loads(done.read_text(encoding="utf-8"))
             model = BertForMaskedLM.from_pretrained(folder)
         else:
